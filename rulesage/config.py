@@ -1,0 +1,60 @@
+"""Configuration from environment variables, read once at start-up.
+
+Every service declares a ``Settings`` subclass; a missing or malformed value raises ``ConfigError`` naming
+the variable, so a bad deployment fails at start, never inside a handler.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class ConfigError(RuntimeError):
+    """A configuration variable is missing or malformed; the message names it."""
+
+
+def state_dir() -> Path:
+    """Project-local state folder (embedded Postgres data, model caches, logs): $RULESAGE_STATE_DIR or ./.rulesage."""
+    raw = os.environ.get("RULESAGE_STATE_DIR")
+    path = Path(raw) if raw else ROOT / ".rulesage"
+    path.mkdir(parents=True, exist_ok=True)
+    return path.resolve()
+
+
+class CommonSettings(BaseSettings):
+    """Settings every process shares."""
+
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    database_url: str = ""
+    otel_exporter_otlp_endpoint: str = ""
+    otel_service_name: str = ""
+    rulesage_log_level: str = "INFO"
+    # Seconds a service waits for in-flight calls after SIGTERM before it stops.
+    rulesage_grace_s: float = 5.0
+    rulesage_max_question_chars: int = 500
+    # Prometheus metrics port for this process; 0 disables the endpoint.
+    rulesage_metrics_port: int = 0
+
+
+S = TypeVar("S", bound=BaseSettings)
+
+
+def load(cls: type[S]) -> S:
+    """Instantiate settings, turning pydantic's validation error into one that names each variable."""
+    try:
+        return cls()
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            name = str(err["loc"][0]).upper() if err["loc"] else "?"
+            value = os.environ.get(name, "<unset>")
+            problems.append(f"{name}={value!r}: {err['msg']}")
+        raise ConfigError("bad configuration: " + "; ".join(problems)) from None

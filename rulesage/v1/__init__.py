@@ -1,0 +1,1 @@
+"""Generated from protos/rulesage/v1 by scripts/gen_protos.py; do not edit."""
