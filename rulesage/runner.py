@@ -1,0 +1,157 @@
+"""The service runner every gRPC service uses.
+
+It reads configuration once (a bad value is a startup error naming the variable), sets up telemetry, serves
+``grpc.health.v1`` (NOT_SERVING until the service has started, SERVING once ready, NOT_SERVING again on
+shutdown) and server reflection, and shuts down gracefully on SIGTERM/SIGINT: health flips to NOT_SERVING,
+then
+``server.stop(grace)`` lets in-flight calls finish.
+
+A service is an object with ``name``, ``service_names`` (full gRPC names), ``register(server)``, and async
+``start()`` / ``stop()``; the logic underneath stays free of transport.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from rulesage import telemetry
+from rulesage.config import CommonSettings, ConfigError, load
+
+log = logging.getLogger(__name__)
+
+PORTS = {
+    "lexical": 50061,
+    "dense": 50062,
+    "aisle": 50063,
+    "fusion": 50064,
+    "rerank": 50065,
+    "answer": 50066,
+    "doorman": 50067,
+}
+GATEWAY_PORT = 8080
+MAX_MESSAGE = 32 * 1024 * 1024
+GRPC_OPTIONS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE),
+    ("grpc.max_receive_message_length", MAX_MESSAGE),
+    ("grpc.so_reuseport", 0),
+]
+
+
+class Service(Protocol):
+    name: str
+    service_names: Sequence[str]
+
+    def register(self, server: grpc.aio.Server) -> None: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+class ServiceSettings(CommonSettings):
+    rulesage_host: str = "127.0.0.1"
+    rulesage_port: int = -1  # -1: the service's default port; 0: any free port (tests)
+    # When set, the bound port is written to this file once the service is SERVING (tests use port 0).
+    rulesage_port_file: str = ""
+
+
+def address(name: str) -> str:
+    """Where a client finds service ``name``: $RULESAGE_<NAME>_ADDR or localhost on the default port."""
+    var = f"RULESAGE_{name.upper()}_ADDR"
+    raw = os.environ.get(var, "").strip()
+    if not raw:
+        return f"127.0.0.1:{PORTS[name]}"
+    host, sep, port = raw.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ConfigError(f"bad configuration: {var}={raw!r}: expected host:port")
+    return raw
+
+
+def channel(name: str) -> grpc.aio.Channel:
+    return grpc.aio.insecure_channel(address(name), options=GRPC_OPTIONS)
+
+
+@dataclass
+class Running:
+    server: grpc.aio.Server
+    health: health.aio.HealthServicer
+    port: int
+    service: Service
+
+    async def shutdown(self, grace: float) -> None:
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+        await self.service.stop()
+
+
+async def start(service: Service, host: str = "127.0.0.1", port: int = 0, port_file: str = "") -> Running:
+    """Bind, serve NOT_SERVING while the service starts, then SERVING. RuntimeError if the port is taken."""
+    server = grpc.aio.server(options=GRPC_OPTIONS)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    service.register(server)
+    names = [*service.service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name]
+    reflection.enable_server_reflection([*names, reflection.SERVICE_NAME], server)
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError as exc:
+        raise RuntimeError(f"{service.name}: cannot listen on {host}:{port} (is the port taken?)") from exc
+    if bound == 0:
+        raise RuntimeError(f"{service.name}: cannot listen on {host}:{port} (is the port taken?)")
+    for n in ["", *service.service_names]:
+        await health_servicer.set(n, health_pb2.HealthCheckResponse.NOT_SERVING)
+    await server.start()
+    await service.start()
+    for n in ["", *service.service_names]:
+        await health_servicer.set(n, health_pb2.HealthCheckResponse.SERVING)
+    if port_file:
+        tmp = Path(port_file + ".tmp")
+        tmp.write_text(str(bound))
+        tmp.rename(port_file)
+    log.info("%s SERVING on %s:%d", service.name, host, bound)
+    return Running(server, health_servicer, bound, service)
+
+
+async def serve_forever(name: str, factory: Callable[[], Service]) -> None:
+    settings = load(ServiceSettings)
+    telemetry.setup(name, metrics_port=settings.rulesage_metrics_port)
+    service = factory()  # reads its own settings: a bad value raises ConfigError here, before binding
+    port = PORTS.get(service.name, 0) if settings.rulesage_port < 0 else settings.rulesage_port
+    running = await start(service, settings.rulesage_host, port, settings.rulesage_port_file)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("%s: shutting down (grace %.1fs)", service.name, settings.rulesage_grace_s)
+    await running.shutdown(settings.rulesage_grace_s)
+    telemetry.flush()
+
+
+def main(name: str, factory: Callable[[], Service]) -> int:
+    """Process entry point: exit 2 with a one-line message on bad configuration or a taken port."""
+    logging.basicConfig(
+        level=os.environ.get("RULESAGE_LOG_LEVEL", "INFO").upper(),
+        format=f"%(asctime)s {name} %(levelname)s %(message)s",
+    )
+    try:
+        asyncio.run(serve_forever(name, factory))
+    except ConfigError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 2
+    except RuntimeError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    return 0
