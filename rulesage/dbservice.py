@@ -1,0 +1,65 @@
+"""What the database-backed services share: a connection pool that survives a Postgres restart, the game
+catalog, the question checks, and the mapping of a bad question to INVALID_ARGUMENT."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+
+from rulesage import db
+from rulesage.catalog import Catalog, Game
+from rulesage.config import CommonSettings, load
+from rulesage.questions import BadQuestion, clean_question
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class DbService:
+    """Base for services that read Postgres. Subclasses set ``name`` and ``service_names``."""
+
+    name = "db"
+    service_names: tuple[str, ...] = ()
+    pool_size = 4
+
+    def __init__(self, settings: CommonSettings | None = None) -> None:
+        self.settings = settings or load(CommonSettings)
+        self.url = self.settings.database_url or db.database_url(start_embedded=False)
+        self.pool = db.async_pool(self.url, min_size=1, max_size=self.pool_size)
+        self.catalog = Catalog(self.pool)
+
+    async def start(self) -> None:
+        await self.pool.open(wait=True, timeout=30)
+
+    async def stop(self) -> None:
+        await self.pool.close()
+
+    def question(self, raw: str) -> str:
+        return clean_question(raw, self.settings.rulesage_max_question_chars)
+
+    async def game(self, slug: str) -> Game:
+        return await self.catalog.game(slug)
+
+
+async def guarded(context: grpc.aio.ServicerContext, work: Callable[[], Awaitable[T]]) -> T:
+    """Run a handler: a bad question is INVALID_ARGUMENT, a database outage UNAVAILABLE, with a message."""
+    try:
+        return await work()
+    except BadQuestion as exc:
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+    except (db.DatabaseError, OSError) as exc:
+        await context.abort(grpc.StatusCode.UNAVAILABLE, f"database unavailable: {exc}")
+    except Exception as exc:
+        if type(exc).__module__.startswith(("psycopg", "psycopg_pool")):
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"database unavailable: {type(exc).__name__}")
+        raise
+    raise AssertionError("unreachable")  # context.abort raises
+
+
+def vector_of(values: Any) -> Any:
+    import numpy as np
+
+    return np.asarray(list(values), dtype=np.float32)

@@ -1,0 +1,400 @@
+"""`rulesage up / down / status`: one command brings the mesh up on this machine.
+
+``up`` starts Postgres (embedded unless DATABASE_URL is set), migrates, ingests the bundled demo shelf
+when the database holds no game, starts each service as its own OS process on localhost, waits until every
+health check says SERVING, then starts the gateway and prints its URL. It supervises the children: a crashed
+service is restarted with exponential backoff and the restart is counted in ``rulesage status``. Ctrl-C,
+SIGTERM or ``rulesage down`` stops everything and leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from rulesage import db
+from rulesage.config import ROOT, ConfigError, state_dir
+
+SERVICES = ("lexical", "dense", "aisle", "fusion", "rerank", "answer", "doorman")
+DEMO_SHELF = ROOT / "demo" / "shelf.toml"
+START_TIMEOUT_S = 180.0
+
+
+class LaunchError(RuntimeError):
+    """The mesh could not come up; the message says what and why."""
+
+
+def _int_env(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise ConfigError(f"bad configuration: {name}={raw!r}: expected a port number")
+    return int(raw)
+
+
+def ports() -> dict[str, int]:
+    base = _int_env("RULESAGE_BASE_PORT", 50061)
+    out = {name: base + i for i, name in enumerate(SERVICES)}
+    out["gateway"] = _int_env("RULESAGE_GATEWAY_PORT", 8080)
+    return out
+
+
+def state_file() -> Path:
+    return state_dir() / "mesh.json"
+
+
+def logs_dir() -> Path:
+    path = state_dir() / "logs"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def grpc_health(addr: str, timeout: float = 1.0) -> str:
+    """SERVING, NOT_SERVING, or DOWN (no answer)."""
+    try:
+        with grpc.insecure_channel(addr) as ch:
+            resp = health_pb2_grpc.HealthStub(ch).Check(
+                health_pb2.HealthCheckRequest(service=""), timeout=timeout
+            )
+            return health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status)
+    except grpc.RpcError:
+        return "DOWN"
+
+
+def http_health(url: str, timeout: float = 1.0) -> str:
+    import httpx
+
+    try:
+        r = httpx.get(url + "/healthz", timeout=timeout)
+        return "SERVING" if r.status_code == 200 else f"HTTP {r.status_code}"
+    except httpx.HTTPError:
+        return "DOWN"
+
+
+@dataclass
+class Child:
+    name: str
+    port: int
+    cmd: list[str]
+    proc: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+    next_start: float = 0.0
+    backoff: float = 1.0
+    last_exit: int | None = None
+    started_at: float = 0.0
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+@dataclass
+class MeshState:
+    supervisor_pid: int
+    database: str
+    gateway_url: str
+    state: str = "starting"  # starting | ready | stopping | failed
+    error: str = ""
+    services: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+class Supervisor:
+    def __init__(self) -> None:
+        self.ports = ports()
+        self.children: dict[str, Child] = {}
+        self.embedded = not os.environ.get("DATABASE_URL", "").strip()
+        self.url = ""
+        self.stopping = False
+        self.state = MeshState(os.getpid(), "", f"http://127.0.0.1:{self.ports['gateway']}")
+
+    # -- state file -----------------------------------------------------------------------------------------
+    def write_state(self) -> None:
+        self.state.services = {
+            c.name: {
+                "address": c.addr if c.name != "gateway" else self.state.gateway_url,
+                "pid": c.proc.pid if c.proc and c.proc.poll() is None else None,
+                "restarts": c.restarts,
+                "last_exit": c.last_exit,
+            }
+            for c in self.children.values()
+        }
+        tmp = state_file().with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self.state), indent=2))
+        tmp.replace(state_file())
+
+    # -- children -------------------------------------------------------------------------------------------
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["DATABASE_URL"] = self.url
+        env["RULESAGE_HOST"] = "127.0.0.1"
+        env["PYTHONUNBUFFERED"] = "1"
+        for name in SERVICES:
+            env[f"RULESAGE_{name.upper()}_ADDR"] = f"127.0.0.1:{self.ports[name]}"
+        return env
+
+    def spawn(self, child: Child) -> None:
+        env = self.env()
+        env["RULESAGE_PORT"] = str(child.port)
+        log = (logs_dir() / f"{child.name}.log").open("ab")
+        child.proc = subprocess.Popen(child.cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT))
+        child.started_at = time.monotonic()
+        log.close()
+
+    def log_tail(self, name: str, chars: int = 1500) -> str:
+        path = logs_dir() / f"{name}.log"
+        return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+    def wait_ready(self, child: Child, deadline: float) -> None:
+        while time.monotonic() < deadline:
+            if child.proc is not None and child.proc.poll() is not None:
+                code = child.proc.returncode
+                raise LaunchError(
+                    f"{child.name} exited with code {code} while starting:\n{self.log_tail(child.name)}"
+                )
+            status = (
+                http_health(self.state.gateway_url) if child.name == "gateway" else grpc_health(child.addr)
+            )
+            if status == "SERVING":
+                return
+            time.sleep(0.3)
+        raise LaunchError(f"{child.name} did not become SERVING in time:\n{self.log_tail(child.name)}")
+
+    # -- lifecycle ------------------------------------------------------------------------------------------
+    def check_ports(self) -> None:
+        taken = [f"{p} ({n})" for n, p in self.ports.items() if not port_free(p)]
+        if taken:
+            raise LaunchError(
+                "port(s) already taken: "
+                + ", ".join(taken)
+                + ". Is another mesh running (`rulesage status`)? "
+                "Set RULESAGE_BASE_PORT / RULESAGE_GATEWAY_PORT to use others."
+            )
+
+    def start_database(self) -> None:
+        self.url = db.database_url(start_embedded=True)
+        self.state.database = "embedded" if self.embedded else "DATABASE_URL"
+        db.migrate(self.url)
+        with db.connection(self.url) as conn:
+            games = conn.execute("SELECT count(*) FROM games").fetchone()
+        if games and games[0] == 0:
+            from rulesage.ingest.pipeline import ingest_shelf
+
+            print(f"empty database: ingesting the demo shelf {DEMO_SHELF.relative_to(ROOT)} ...", flush=True)
+            summary = ingest_shelf(self.url, DEMO_SHELF, progress=True)
+            print(f"demo shelf ingested: {summary.to_dict()}", flush=True)
+
+    def start(self) -> None:
+        self.check_ports()
+        self.write_state()
+        self.start_database()
+        for name in SERVICES:
+            self.children[name] = Child(name, self.ports[name], [sys.executable, "-m", f"services.{name}"])
+        self.children["gateway"] = Child("gateway", self.ports["gateway"], [sys.executable, "-m", "gateway"])
+        deadline = time.monotonic() + START_TIMEOUT_S
+        for name in SERVICES:  # start all at once: the model loads overlap
+            self.spawn(self.children[name])
+        for name in SERVICES:
+            self.wait_ready(self.children[name], deadline)
+            print(f"  {name:8s} SERVING on {self.children[name].addr}", flush=True)
+        self.spawn(self.children["gateway"])
+        self.wait_ready(self.children["gateway"], deadline)
+        self.state.state = "ready"
+        self.write_state()
+        print(f"RuleSage is up: {self.state.gateway_url}", flush=True)
+
+    def supervise(self) -> None:
+        """Restart crashed children with backoff until asked to stop."""
+        while not self.stopping:
+            now = time.monotonic()
+            for child in self.children.values():
+                if child.proc is None or child.proc.poll() is None:
+                    continue
+                if child.next_start == 0.0:
+                    child.last_exit = child.proc.returncode
+                    child.next_start = now + child.backoff
+                    print(
+                        f"{child.name} exited ({child.last_exit}); restarting in {child.backoff:.0f}s",
+                        flush=True,
+                    )
+                    child.backoff = min(child.backoff * 2, 30.0)
+                    self.write_state()
+                elif now >= child.next_start:
+                    child.restarts += 1
+                    child.next_start = 0.0
+                    self.spawn(child)
+                    self.write_state()
+            for child in self.children.values():  # a child that stayed up a minute earns a fresh backoff
+                if child.proc is not None and child.proc.poll() is None and now - child.started_at > 60:
+                    child.backoff = 1.0
+            time.sleep(0.5)
+
+    def stop(self, grace: float = 10.0) -> None:
+        self.stopping = True
+        self.state.state = "stopping"
+        with contextlib.suppress(OSError):
+            self.write_state()
+        order = ["gateway", *reversed(SERVICES)]
+        procs = [self.children[n].proc for n in order if n in self.children]
+        for p in procs:
+            if p is not None and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        end = time.monotonic() + grace
+        for p in procs:
+            if p is None:
+                continue
+            try:
+                p.wait(max(0.1, end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+        if self.embedded:
+            db.stop_embedded()
+        with contextlib.suppress(FileNotFoundError):
+            state_file().unlink()
+
+
+def up_foreground() -> int:
+    sup = Supervisor()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        sup.stopping = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        sup.start()
+        if not sup.stopping:
+            sup.supervise()
+        print("stopping RuleSage ...", flush=True)
+        return 0
+    except (LaunchError, db.DatabaseError, ConfigError) as exc:
+        sup.state.state = "failed"
+        sup.state.error = str(exc)
+        print(f"rulesage up failed: {exc}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        failed = sup.state.state == "failed"
+        sup.stop()
+        if failed:  # leave the reason for `rulesage up --detach` to print
+            (state_dir() / "last-error.txt").write_text(sup.state.error)
+
+
+def read_state() -> dict[str, Any] | None:
+    try:
+        data: dict[str, Any] = json.loads(state_file().read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    if not _alive(int(data.get("supervisor_pid", 0))):
+        return None
+    return data
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie counts as gone
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][:1] != "Z"
+    except OSError:
+        return True
+
+
+def up_detached() -> int:
+    if read_state() is not None:
+        print("RuleSage is already running: see `rulesage status`", file=sys.stderr)
+        return 1
+    with contextlib.suppress(FileNotFoundError):
+        (state_dir() / "last-error.txt").unlink()
+    log = (logs_dir() / "supervisor.log").open("ab")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rulesage.cli", "up"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        cwd=str(ROOT),
+    )
+    deadline = time.monotonic() + START_TIMEOUT_S + 600  # the first up ingests the demo shelf
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            err = state_dir() / "last-error.txt"
+            log_text = (logs_dir() / "supervisor.log").read_text(errors="replace")
+            reason = err.read_text() if err.exists() else log_text[-2000:]
+            print(f"rulesage up failed: {reason}", file=sys.stderr)
+            return 1
+        st = read_state()
+        if st and st.get("state") == "ready":
+            print(f"RuleSage is up: {st['gateway_url']}")
+            return 0
+        time.sleep(0.5)
+    print("rulesage up: timed out waiting for the mesh; see .rulesage/logs/", file=sys.stderr)
+    return 1
+
+
+def down(timeout: float = 60.0) -> int:
+    st = read_state()
+    if st is None:
+        stopped_db = db.stop_embedded() if not os.environ.get("DATABASE_URL") else False
+        print("RuleSage is not running" + (" (stopped a leftover embedded Postgres)" if stopped_db else ""))
+        return 0
+    pid = int(st["supervisor_pid"])
+    os.kill(pid, signal.SIGTERM)
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and _alive(pid):
+        time.sleep(0.2)
+    if _alive(pid):
+        os.kill(pid, signal.SIGKILL)
+    for svc in st.get("services", {}).values():  # belt and braces: nothing may outlive `down`
+        child = svc.get("pid")
+        if child and _alive(int(child)):
+            os.kill(int(child), signal.SIGKILL)
+    print("RuleSage stopped")
+    return 0
+
+
+def status() -> dict[str, Any]:
+    st = read_state()
+    if st is None:
+        return {"running": False, "gateway_url": None, "services": {}}
+    services = {}
+    for name, svc in st.get("services", {}).items():
+        addr = svc["address"]
+        health = http_health(addr) if name == "gateway" else grpc_health(addr)
+        services[name] = {**svc, "health": health}
+    return {
+        "running": True,
+        "state": st.get("state"),
+        "database": st.get("database"),
+        "gateway_url": st.get("gateway_url"),
+        "services": services,
+    }

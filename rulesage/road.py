@@ -1,0 +1,335 @@
+"""The road of one question: fusion (arms + RRF) -> rerank -> answer -> stored ruling with its wrench.
+
+The gateway, the CLI and the eval harness all walk this road. Every stage failure degrades inside the ruling —
+the wrench says which stage was missing and why — and only a bad question raises (``BadQuestion``).
+The search span (fusion + rerank: everything before the answering model) is timed as one span.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+
+from rulesage import db, rulings, runner, telemetry
+from rulesage.catalog import Catalog
+from rulesage.config import CommonSettings, load
+from rulesage.questions import BadQuestion, clean_question
+from rulesage.v1 import (
+    answer_pb2,
+    answer_pb2_grpc,
+    common_pb2,
+    fusion_pb2,
+    fusion_pb2_grpc,
+    rerank_pb2,
+    rerank_pb2_grpc,
+)
+from services.fusion.rrf import ceiling_formula
+
+__all__ = ["BadQuestion", "Road", "SearchOutcome", "answer", "ask", "search"]
+
+KEEP = 8
+VERDICTS = {
+    answer_pb2.ANSWERED: "answered",
+    answer_pb2.NOT_IN_BOOK: "not_in_book",
+    answer_pb2.UNAVAILABLE: "unavailable",
+}
+
+
+class RoadSettings(CommonSettings):
+    rulesage_fusion_deadline_s: float = 5.0
+    rulesage_rerank_deadline_s: float = 5.0
+    rulesage_answer_deadline_s: float = 60.0
+
+
+def deal_ends_first(items: list[Any]) -> list[Any]:
+    """1st, 3rd, 5th, ... forward from the front, then ..., 4th, 2nd back from the end (with five:
+    1, 3, 5, 4, 2) — the fallback dealing when the reranker is missing."""
+    odd = items[0::2]
+    even = items[1::2]
+    return odd + even[::-1]
+
+
+def passage_dict(p: common_pb2.Passage) -> dict[str, Any]:
+    return {
+        "id": p.id,
+        "text": p.text,
+        "doc_key": p.doc_key,
+        "doc_title": p.doc_title,
+        "doc_kind": p.doc_kind,
+        "doc_version": p.doc_version,
+        "game": p.game,
+        "page_start": p.page_start or None,
+        "page_end": p.page_end or None,
+        "heading_path": list(p.heading_path),
+        "rule_id": p.rule_id,
+        "section_id": p.section_id,
+        "fused_score": round(p.fused_score, 6),
+        "ranks": {r.arm: r.rank for r in p.ranks},
+        "rerank_score": round(p.rerank_score, 4) if p.has_rerank_score else None,
+    }
+
+
+def _rpc_failure(exc: BaseException) -> tuple[str, str]:
+    if isinstance(exc, grpc.aio.AioRpcError):
+        code = exc.code()
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return "timeout", "no answer before the deadline"
+        if code == grpc.StatusCode.UNAVAILABLE:
+            return "down", f"service unavailable: {exc.details()}"
+        if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+            return "overloaded", f"shed load: {exc.details()}"
+        return "failed", f"{code.name}: {exc.details()}"
+    if isinstance(exc, asyncio.TimeoutError | TimeoutError):
+        return "timeout", "no answer before the deadline"
+    return "failed", f"{type(exc).__name__}: {exc}"
+
+
+@dataclass
+class SearchOutcome:
+    game: str
+    game_name: str
+    question: str
+    passages: list[common_pb2.Passage] = field(default_factory=list)  # kept, dealt order
+    candidates: list[common_pb2.Passage] = field(default_factory=list)  # fused order, with rerank scores
+    wrench: dict[str, Any] = field(default_factory=dict)
+    models: dict[str, str] = field(default_factory=dict)
+    trace_id: str = ""
+    started: float = 0.0
+    search_ms: float = 0.0
+    timings: list[dict[str, Any]] = field(default_factory=list)
+
+    def passages_json(self) -> list[dict[str, Any]]:
+        return [passage_dict(p) for p in self.passages]
+
+
+class Road:
+    def __init__(self, url: str | None = None) -> None:
+        self.settings = load(RoadSettings)
+        self.url = url or self.settings.database_url or db.database_url(start_embedded=False)
+        self.pool = db.async_pool(self.url, min_size=1, max_size=4)
+        self.catalog = Catalog(self.pool)
+        self.channels: dict[str, grpc.aio.Channel] = {}
+        self._opened = False
+        self._search_deadline = 0.0
+
+    async def open(self) -> None:
+        if self._opened:
+            return
+        await self.pool.open(wait=True, timeout=30)
+        self.channels = {n: runner.channel(n) for n in ("fusion", "rerank", "answer")}
+        self._opened = True
+
+    async def close(self) -> None:
+        for ch in self.channels.values():
+            await ch.close()
+        await self.pool.close()
+        self._opened = False
+
+    # -- the search span ------------------------------------------------------------------------------------
+    async def search(self, game: str, question: str, *, deadline_s: float | None = None) -> SearchOutcome:
+        """Fusion + rerank. ``deadline_s`` caps the whole search span (each stage keeps its own cap too)."""
+        await self.open()
+        self._search_deadline = time.monotonic() + (deadline_s or 1e9)
+        question = clean_question(question, self.settings.rulesage_max_question_chars)
+        g = await self.catalog.game(game)
+        out = SearchOutcome(g.slug, g.name, question, started=time.perf_counter())
+        tracer = telemetry.tracer()
+        t0 = time.perf_counter()
+        with tracer.start_as_current_span("search", attributes={"game": g.slug}) as span:
+            out.trace_id = telemetry.current_trace_id()
+            fused = await self._fuse(out)
+            if fused is not None:
+                await self._rerank(out, fused)
+            span.set_attribute("passages.kept", len(out.passages))
+        out.search_ms = (time.perf_counter() - t0) * 1000.0
+        out.wrench["search_span_ms"] = round(out.search_ms, 2)
+        out.wrench["trace_id"] = out.trace_id
+        return out
+
+    def _left(self, cap: float) -> float:
+        return max(0.05, min(cap, self._search_deadline - time.monotonic()))
+
+    async def _fuse(self, out: SearchOutcome) -> fusion_pb2.FuseResult | None:
+        stub = fusion_pb2_grpc.FusionStub(self.channels["fusion"])
+        try:
+            res: fusion_pb2.FuseResult = await stub.Fuse(
+                fusion_pb2.FuseRequest(question=out.question, game=out.game),
+                timeout=self._left(self.settings.rulesage_fusion_deadline_s),
+            )
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                raise BadQuestion(exc.details() or "bad question") from None
+            state, detail = _rpc_failure(exc)
+            out.wrench.update(
+                fusion={"state": state, "detail": detail},
+                arms=[],
+                voted=[],
+                k=60,
+                ceiling=0.0,
+                ceiling_formula="no list voted",
+                candidates=[],
+                guarantees_fired=[],
+                rerank={"state": "skipped", "detail": "nothing to rerank: fusion is missing", "model": ""},
+            )
+            return None
+        out.candidates = list(res.passages)
+        out.models["embed"] = res.embed_model
+        out.timings.extend({"stage": t.stage, "ms": round(t.ms, 2)} for t in res.timings)
+        out.wrench.update(
+            fusion={"state": "ok", "detail": ""},
+            arms=[
+                {"arm": a.arm, "state": a.state, "detail": a.detail, "hits": a.hits, "ms": round(a.ms, 2)}
+                for a in res.arms
+            ],
+            voted=list(res.voted),
+            k=res.k,
+            ceiling=res.ceiling,
+            ceiling_formula=ceiling_formula(len(res.voted), res.k),
+            aliases=list(res.aliases),
+        )
+        return res
+
+    async def _rerank(self, out: SearchOutcome, fused: fusion_pb2.FuseResult) -> None:
+        stub = rerank_pb2_grpc.RerankerStub(self.channels["rerank"])
+        t0 = time.perf_counter()
+        try:
+            res: rerank_pb2.RerankResult = await stub.Rerank(
+                rerank_pb2.RerankRequest(
+                    question=out.question, game=out.game, candidates=fused.passages, keep=KEEP
+                ),
+                timeout=self._left(self.settings.rulesage_rerank_deadline_s),
+            )
+            out.passages = list(res.passages)
+            scores = list(res.scores)
+            for p, s in zip(out.candidates, scores, strict=False):
+                p.rerank_score = s
+                p.has_rerank_score = True
+            out.models["rerank"] = res.model
+            out.timings.extend({"stage": t.stage, "ms": round(t.ms, 2)} for t in res.timings)
+            out.wrench["guarantees_fired"] = list(res.guarantees_fired)
+            out.wrench["rerank"] = {"state": "ok", "detail": "", "model": res.model}
+        except Exception as exc:  # the ask continues with the fused order
+            state, detail = _rpc_failure(exc)
+            out.passages = deal_ends_first(list(fused.passages[:KEEP]))
+            out.wrench["guarantees_fired"] = []
+            out.wrench["rerank"] = {
+                "state": state,
+                "detail": f"{detail}; kept the fused order's top {KEEP}",
+                "model": "",
+            }
+        out.timings.append({"stage": "road.rerank_call", "ms": round((time.perf_counter() - t0) * 1000, 2)})
+        out.wrench["candidates"] = [
+            {
+                "id": p.id,
+                "fused_score": round(p.fused_score, 6),
+                "ranks": {r.arm: r.rank for r in p.ranks},
+                "rerank_score": round(p.rerank_score, 4) if p.has_rerank_score else None,
+            }
+            for p in out.candidates
+        ]
+
+    # -- the answering model and the stored ruling ----------------------------------------------------------
+    async def answer(self, out: SearchOutcome) -> dict[str, Any]:
+        await self.open()
+        tracer = telemetry.tracer()
+        t0 = time.perf_counter()
+        with tracer.start_as_current_span("answer", attributes={"game": out.game}):
+            verdict, text, citations, info = await self._answer(out)
+        answer_ms = (time.perf_counter() - t0) * 1000.0
+        wrench = dict(out.wrench)
+        wrench["answer"] = info
+        wrench["answer_ms"] = round(answer_ms, 2)
+        wrench["total_ms"] = round((time.perf_counter() - out.started) * 1000.0, 2)
+        wrench["timings"] = out.timings
+        ruling: dict[str, Any] = {
+            "game": out.game,
+            "game_name": out.game_name,
+            "question": out.question,
+            "answer": text,
+            "verdict": verdict,
+            "citations": citations,
+            "passages": out.passages_json(),
+            "wrench": wrench,
+            "models": out.models,
+            "trace_id": out.trace_id,
+        }
+        async with self.pool.connection() as conn:
+            ruling["id"] = await rulings.save(conn, ruling)
+            stored = await rulings.get(conn, ruling["id"])
+        return stored or ruling
+
+    async def _answer(self, out: SearchOutcome) -> tuple[str, str, list[dict[str, Any]], dict[str, Any]]:
+        if not out.passages:
+            why = out.wrench.get("fusion", {}).get("detail") or "no passage was found"
+            info = {"state": "skipped", "detail": why, "attempts": 0, "rejections": []}
+            if out.wrench.get("fusion", {}).get("state") not in (None, "ok"):
+                return "unavailable", "The search is unavailable right now; nothing was looked up.", [], info
+            return "not_in_book", "Not in the book: nothing on this game's shelf speaks to that.", [], info
+        stub = answer_pb2_grpc.AnswererStub(self.channels["answer"])
+        try:
+            res: answer_pb2.AnswerResult = await stub.Answer(
+                answer_pb2.AnswerRequest(question=out.question, game=out.game, passages=out.passages),
+                timeout=self.settings.rulesage_answer_deadline_s,
+            )
+        except Exception as exc:
+            state, detail = _rpc_failure(exc)
+            info = {"state": state, "detail": detail, "attempts": 0, "rejections": []}
+            text = "The answer is unavailable right now. The passages found are below; nothing was invented."
+            return "unavailable", text, [], info
+        out.models["answer"] = res.model
+        out.timings.extend({"stage": t.stage, "ms": round(t.ms, 2)} for t in res.timings)
+        citations = [
+            {
+                "passage_id": c.passage_id,
+                "quote": c.quote,
+                "start": c.start,
+                "end": c.end,
+                "page": c.page or None,
+                "doc_key": c.doc_key,
+                "doc_title": c.doc_title,
+                "doc_version": c.doc_version,
+                "rule_id": c.rule_id,
+            }
+            for c in res.citations
+        ]
+        info = {
+            "state": "ok",
+            "detail": "",
+            "attempts": res.attempts,
+            "rejections": list(res.rejections),
+            "confidence": round(res.confidence, 4),
+        }
+        return VERDICTS.get(res.verdict, "unavailable"), res.answer, citations, info
+
+    async def ask(self, game: str, question: str) -> dict[str, Any]:
+        with telemetry.tracer().start_as_current_span("ask", attributes={"game": game}):
+            out = await self.search(game, question)
+            return await self.answer(out)
+
+
+_default: dict[int, Road] = {}
+
+
+def default_road() -> Road:
+    """One Road per event loop (its pool and channels belong to that loop)."""
+    loop = asyncio.get_running_loop()
+    road = _default.get(id(loop))
+    if road is None:
+        road = _default[id(loop)] = Road()
+    return road
+
+
+async def search(game: str, question: str, *, deadline_s: float | None = None) -> SearchOutcome:
+    return await default_road().search(game, question, deadline_s=deadline_s)
+
+
+async def answer(outcome: SearchOutcome) -> dict[str, Any]:
+    return await default_road().answer(outcome)
+
+
+async def ask(game: str, question: str) -> dict[str, Any]:
+    return await default_road().ask(game, question)

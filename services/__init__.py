@@ -1,0 +1,1 @@
+"""One package per gRPC service: pure logic beside a thin server.py."""

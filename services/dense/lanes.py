@@ -1,0 +1,52 @@
+"""Alias lanes (pure). When a player's word from the alias table appears in the question, two lanes vote:
+*expanded* keeps the player's words and adds a nudge toward the book's term ("... [warlord (hero)]"), and
+*canonical* replaces the alias with the book's term. With no alias, one lane and one embedding."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Alias:
+    alias: str
+    term: str
+    evidence: str = ""
+
+
+@dataclass(frozen=True)
+class Lane:
+    name: str
+    text: str
+
+
+def _pattern(word: str) -> re.Pattern[str]:
+    # whole words, case-insensitive, with a plain plural
+    return re.compile(r"(?<![\w-])" + re.escape(word) + r"(?:s|es)?(?![\w-])", re.IGNORECASE)
+
+
+def matching(question: str, aliases: list[Alias], most: int = 3) -> list[Alias]:
+    """Aliases whose player word appears in the question, longest first, one per alias word."""
+    found: list[Alias] = []
+    seen: set[str] = set()
+    for a in sorted(aliases, key=lambda a: (-len(a.alias), a.alias, a.term)):
+        key = a.alias.lower()
+        if key in seen or a.alias.lower() == a.term.lower():
+            continue
+        if _pattern(a.alias).search(question):
+            found.append(a)
+            seen.add(key)
+        if len(found) == most:
+            break
+    return found
+
+
+def lanes(question: str, matches: list[Alias]) -> list[Lane]:
+    if not matches:
+        return [Lane("dense", question)]
+    nudges = " ".join(f"[{m.alias.lower()} ({m.term.lower()})]" for m in matches)
+    canonical = question
+    for m in matches:
+        canonical = _pattern(m.alias).sub(m.term, canonical)
+    return [Lane("dense.expanded", f"{question} {nudges}"), Lane("dense.canonical", canonical)]

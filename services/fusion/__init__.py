@@ -1,0 +1,1 @@
+"""The referee: runs the arms in parallel and fuses their ballots by reciprocal rank."""

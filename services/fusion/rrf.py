@@ -1,0 +1,57 @@
+"""Reciprocal-rank fusion (pure).
+
+fused(p) = sum over voting lists L of 1 / (k + rank_L(p)), ranks 1-based (rank 1 is worth 1/(k+1)).
+Scores in the arms' own currencies are thrown away; only positions vote. The highest reachable score is
+len(voted lists) / (k + 1): derived from the lists that actually voted, never a constant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+K = 60
+LIMIT = 80
+
+
+@dataclass
+class Fused:
+    passage_id: int
+    score: float = 0.0
+    ranks: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def best_rank(self) -> int:
+        return min(self.ranks.values())
+
+
+def ceiling(voted: int, k: int = K) -> float:
+    return voted / (k + 1)
+
+
+def ceiling_formula(voted: int, k: int = K) -> str:
+    return f"{voted}/({k}+1) = {ceiling(voted, k):.5f}"
+
+
+def fuse(lists: Mapping[str, Sequence[int]], k: int = K, limit: int = LIMIT) -> list[Fused]:
+    """Fuse ranked passage-id lists (best first, one per voting list) and cut to ``limit``.
+
+    A list that names a passage twice votes once, at its best rank. Ties are broken by the best single rank,
+    then by passage id, so the result does not depend on the order of the lists.
+    """
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    table: dict[int, Fused] = {}
+    for name, ids in lists.items():
+        seen: set[int] = set()
+        for rank, pid in enumerate(ids, 1):
+            if pid in seen:
+                continue
+            seen.add(pid)
+            entry = table.setdefault(pid, Fused(pid))
+            entry.ranks[name] = rank
+    for entry in table.values():
+        # sum in a fixed order so the float result does not depend on the lists' order
+        entry.score = sum(1.0 / (k + r) for _, r in sorted(entry.ranks.items()))
+    ordered = sorted(table.values(), key=lambda f: (-f.score, f.best_rank, f.passage_id))
+    return ordered[:limit]
