@@ -1,0 +1,258 @@
+"""The ingest pipeline: a shelf manifest -> Postgres (documents, pages, sections, passages, postings, vectors,
+releases, errata links, aliases).
+
+One transaction per document: a file that cannot be read fails alone (``ingest_failures`` and the summary
+say why) and the rest continues. A document whose file is unchanged (sha256) is skipped, so re-running an
+unchanged shelf takes seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import psycopg
+from tqdm import tqdm
+
+from rulesage.db import connect
+from rulesage.ingest import store
+from rulesage.ingest.aliases import store_document_aliases
+from rulesage.ingest.errata import relink_amended
+from rulesage.ingest.model import ExtractionError, ParsedDocument
+from rulesage.ingest.shelf import DocumentEntry, Shelf, load_shelf
+
+log = logging.getLogger(__name__)
+_INGEST_LOCK = 724_114  # advisory lock: one ingest at a time per database
+EMBED_BATCH = 256  # passages per embedder call (progress granularity)
+
+Parser = Callable[..., ParsedDocument]
+
+
+@dataclass
+class IngestSummary:
+    documents: int = 0  # documents written (new or new release)
+    skipped_unchanged: int = 0
+    failed: list[tuple[str, str, str]] = field(default_factory=list)  # (key, path, error)
+    pages: int = 0
+    sections: int = 0
+    passages: int = 0
+    embedded: int = 0  # vectors drawn in this run
+    reembedded_changed: int = 0  # of which: passages new or changed in a new release of a stored book
+    reembedded_space: int = 0  # of which: passages re-embedded because the embedding model changed
+    retired: int = 0
+    superseded: int = 0  # live passages hidden by errata after this run's relinks
+    aliases: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        d = asdict(self)
+        d["failed"] = [{"key": k, "path": p, "error": e} for k, p, e in self.failed]
+        d["seconds"] = round(self.seconds, 2)
+        return d
+
+    def line(self) -> str:
+        return (
+            f"ingest: {self.documents} documents written, {self.skipped_unchanged} unchanged, "
+            f"{len(self.failed)} failed; {self.pages} pages, {self.sections} sections, "
+            f"{self.passages} passages, {self.embedded} embedded "
+            f"({self.reembedded_changed} changed in new releases), {self.retired} retired, "
+            f"{self.superseded} superseded, {self.aliases} aliases in {self.seconds:.1f}s"
+        )
+
+
+def _default_parser() -> Parser:
+    from rulesage.ingest.parse import parse_document
+
+    return parse_document
+
+
+def ingest_shelf(
+    url: str,
+    shelf_path: Path,
+    games: list[str] | None = None,
+    progress: bool = True,
+    *,
+    embedder: object | None = None,
+    parser: Parser | None = None,
+) -> IngestSummary:
+    """Ingest the shelf (or the named games, with their families' documents) into the database at ``url``.
+
+    ``embedder`` defaults to ``rulesage.embed.shared_embedder()`` and ``parser`` to
+    ``rulesage.ingest.parse.parse_document``; both are loaded only when needed."""
+    started = time.perf_counter()
+    shelf = load_shelf(Path(shelf_path)).select(games)
+    summary = IngestSummary()
+    with connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (_INGEST_LOCK,))
+        try:
+            run = _Run(conn, shelf, summary, embedder, parser, progress)
+            run.shelf_rows()
+            run.check_space()
+            run.documents()
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_INGEST_LOCK,))
+    summary.seconds = time.perf_counter() - started
+    if progress:
+        print(summary.line(), file=sys.stderr)
+        for key, path, error in summary.failed:
+            print(f"  failed {key} ({path}): {error}", file=sys.stderr)
+    return summary
+
+
+class _Run:
+    def __init__(
+        self,
+        conn: psycopg.Connection,
+        shelf: Shelf,
+        summary: IngestSummary,
+        embedder: object | None,
+        parser: Parser | None,
+        progress: bool,
+    ) -> None:
+        self.conn = conn
+        self.shelf = shelf
+        self.summary = summary
+        self._embedder = embedder
+        self._parser = parser
+        self.progress = progress
+        self.family_ids: dict[str, int] = {}
+        self.game_ids: dict[str, int] = {}
+        self._space_id: int | None = None
+
+    # -- lazily loaded parts ---------------------------------------------------------------------------
+    @property
+    def embedder(self):  # type: ignore[no-untyped-def]
+        if self._embedder is None:
+            from rulesage.embed import shared_embedder
+
+            self._embedder = shared_embedder()
+        return self._embedder
+
+    @property
+    def parser(self) -> Parser:
+        if self._parser is None:
+            self._parser = _default_parser()
+        return self._parser
+
+    @property
+    def space_id(self) -> int:
+        assert self._space_id is not None, "check_space() runs first"
+        return self._space_id
+
+    # -- steps -------------------------------------------------------------------------------------------
+    def shelf_rows(self) -> None:
+        with self.conn.transaction():
+            for fam in self.shelf.families():
+                self.family_ids[fam] = store.upsert_family(self.conn, fam)
+            for g in self.shelf.games:
+                self.game_ids[g.slug] = store.upsert_game(self.conn, g, self.family_ids[g.family])
+
+    def check_space(self) -> None:
+        """If the configured model differs from the active space, re-embed every passage (one transaction,
+        so no reader ever sees vectors of two models mixed)."""
+        identity = self.embedder.identity
+        active = store.active_space(self.conn)
+        if active is not None and active[1] == identity.model:
+            self._space_id = active[0]
+            return
+        with self.conn.transaction():
+            self._space_id = store.activate_space(self.conn, identity)
+            n = self._embed(store.passages_to_embed(self.conn, self._space_id), "re-embed (model changed)")
+        self.summary.embedded += n
+        self.summary.reembedded_space += n
+
+    def documents(self) -> None:
+        bar = tqdm(
+            self.shelf.documents,
+            desc="ingest",
+            unit="doc",
+            file=sys.stderr,
+            disable=not self.progress,
+            dynamic_ncols=True,
+        )
+        for entry in bar:
+            bar.set_postfix_str(entry.label[:40])
+            self.document(entry)
+        bar.close()
+
+    def document(self, entry: DocumentEntry) -> None:
+        path = str(entry.path)
+        try:
+            sha = store.sha256_file(entry.path)
+        except OSError as exc:
+            self._fail(entry, f"cannot read file: {exc}")
+            return
+        stored = store.stored_document(self.conn, entry.key)
+        if stored is not None:
+            if stored.sha256 == sha:
+                self.summary.skipped_unchanged += 1
+                return
+            earlier = not self.shelf.is_last_release(entry)
+            if earlier and store.release_seen(self.conn, stored.id, entry.version, sha):
+                self.summary.skipped_unchanged += 1  # an earlier release, already replaced by a later one
+                return
+        try:
+            parsed = self.parser(entry.path, key=entry.key, kind=entry.kind)
+            if not parsed.passages:
+                raise ExtractionError("no passages: the file holds no text")
+        except ExtractionError as exc:
+            self._fail(entry, f"extraction failed: {exc}")
+            return
+        except Exception as exc:  # a parser bug must not stop the shelf
+            log.exception("parser crashed on %s", path)
+            self._fail(entry, f"parser error ({type(exc).__name__}): {exc}")
+            return
+        try:
+            with self.conn.transaction():
+                self._write(entry, parsed, sha)
+        except Exception as exc:
+            log.exception("storing %s failed", entry.label)
+            self._fail(entry, f"storing failed ({type(exc).__name__}): {exc}")
+
+    def _write(self, entry: DocumentEntry, parsed: ParsedDocument, sha: str) -> None:
+        family_id = self.family_ids[entry.family]
+        game_id = self.game_ids.get(entry.game) if entry.game else None
+        result = store.write_document(self.conn, entry, parsed, sha, family_id, game_id)
+        todo = store.passages_to_embed(self.conn, self.space_id, result.document_id)
+        n = self._embed(todo, entry.label)
+        superseded = 0
+        if entry.amends:
+            superseded += relink_amended(self.conn, entry.amends).superseded
+        if self.conn.execute("SELECT 1 FROM documents WHERE amends = %s LIMIT 1", (entry.key,)).fetchone():
+            superseded += relink_amended(self.conn, entry.key).superseded
+        aliases = store_document_aliases(self.conn, result.document_id)
+        store.clear_failures(self.conn, entry.key, str(entry.path))
+        s = self.summary
+        s.documents += 1
+        s.pages += len(parsed.pages)
+        s.sections += len(parsed.sections)
+        s.passages += len(parsed.passages)
+        s.embedded += n
+        if result.replaced:
+            s.reembedded_changed += n
+        s.retired += result.retired
+        s.superseded += superseded
+        s.aliases += aliases
+
+    def _embed(self, rows: list[tuple], label: str) -> int:
+        if not rows:
+            return 0
+        emb = self.embedder
+        done = 0
+        for b in range(0, len(rows), EMBED_BATCH):
+            batch = rows[b : b + EMBED_BATCH]
+            texts = [store.embed_text(tuple(r[1]), r[2]) for r in batch]
+            vectors = emb.embed_passages(texts)
+            store.store_vectors(self.conn, self.space_id, [int(r[0]) for r in batch], vectors)
+            done += len(batch)
+        return done
+
+    def _fail(self, entry: DocumentEntry, error: str) -> None:
+        with self.conn.transaction():
+            store.record_failure(self.conn, entry.key, str(entry.path), error)
+        self.summary.failed.append((entry.key, str(entry.path), error))
+        log.warning("ingest of %s failed: %s", entry.label, error)
