@@ -20,7 +20,7 @@ def window(text: str) -> str:
 
 
 def in_window(text: str, start: int, end: int) -> bool:
-    """Whether the span ``text[start:end]`` is read whole by the window (inside the head or inside the tail)."""
+    """Whether ``text[start:end]`` is read whole by the window (inside the head or inside the tail)."""
     if not 0 <= start <= end <= len(text):
         raise ValueError(f"span {start}:{end} outside a text of {len(text)} characters")
     if len(text) <= WINDOW_CHARS:
