@@ -155,6 +155,7 @@ class Road:
 
     async def _fuse(self, out: SearchOutcome) -> fusion_pb2.FuseResult | None:
         stub = fusion_pb2_grpc.FusionStub(self.channels["fusion"])
+        t0 = time.perf_counter()
         try:
             res: fusion_pb2.FuseResult = await stub.Fuse(
                 fusion_pb2.FuseRequest(question=out.question, game=out.game),
@@ -176,6 +177,7 @@ class Road:
                 rerank={"state": "skipped", "detail": "nothing to rerank: fusion is missing", "model": ""},
             )
             return None
+        out.timings.append({"stage": "road.fuse_call", "ms": round((time.perf_counter() - t0) * 1000, 2)})
         out.candidates = list(res.passages)
         out.models["embed"] = res.embed_model
         out.timings.extend({"stage": t.stage, "ms": round(t.ms, 2)} for t in res.timings)
@@ -233,7 +235,8 @@ class Road:
         ]
 
     # -- the answering model and the stored ruling ----------------------------------------------------------
-    async def answer(self, out: SearchOutcome) -> dict[str, Any]:
+    async def answer(self, out: SearchOutcome, *, store: bool = True) -> dict[str, Any]:
+        """Answer from the kept passages and store the ruling (``store=False``: evaluation runs, not kept)."""
         await self.open()
         tracer = telemetry.tracer()
         t0 = time.perf_counter()
@@ -257,6 +260,8 @@ class Road:
             "models": out.models,
             "trace_id": out.trace_id,
         }
+        if not store:
+            return ruling
         async with self.pool.connection() as conn:
             ruling["id"] = await rulings.save(conn, ruling)
             stored = await rulings.get(conn, ruling["id"])

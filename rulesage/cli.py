@@ -1,0 +1,212 @@
+"""The `rulesage` command line: up, down, status, migrate, ingest, ask, eval, bench, serve, train-reranker."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import runpy
+import sys
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+SERVABLE = ("lexical", "dense", "aisle", "fusion", "rerank", "answer", "doorman", "gateway")
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def cmd_up(ns: argparse.Namespace) -> int:
+    from rulesage import launcher
+
+    return launcher.up_detached() if ns.detach else launcher.up_foreground()
+
+
+def cmd_down(ns: argparse.Namespace) -> int:
+    from rulesage import launcher
+
+    return launcher.down()
+
+
+def cmd_status(ns: argparse.Namespace) -> int:
+    from rulesage import launcher
+
+    st = launcher.status()
+    if ns.json:
+        _print_json(st)
+        return 0 if st["running"] else 1
+    if not st["running"]:
+        print("RuleSage is not running (start it with `rulesage up --detach`)")
+        return 1
+    print(f"RuleSage {st['state']} — gateway {st['gateway_url']} — database: {st['database']}")
+    for name, svc in st["services"].items():
+        health, addr, restarts = svc["health"], svc["address"], svc["restarts"]
+        print(f"  {name:8s} {health:12s} {addr:24s} pid {svc['pid']}  restarts {restarts}")
+    return 0
+
+
+def cmd_migrate(ns: argparse.Namespace) -> int:
+    from rulesage import db
+
+    applied = db.migrate()
+    print("applied: " + (", ".join(applied) if applied else "nothing (up to date)"))
+    return 0
+
+
+def cmd_ingest(ns: argparse.Namespace) -> int:
+    from rulesage import db
+    from rulesage.ingest.pipeline import ingest_shelf
+
+    url = db.database_url()
+    db.migrate(url)
+    summary = ingest_shelf(url, Path(ns.shelf), games=ns.game or None, progress=not ns.json)
+    if ns.json:
+        _print_json(summary.to_dict())
+    return 1 if summary.failed and not summary.documents else 0
+
+
+def cmd_ask(ns: argparse.Namespace) -> int:
+    from rulesage import launcher
+    from rulesage.questions import BadQuestion
+    from rulesage.road import Road
+
+    if launcher.read_state() is None and not os.environ.get("RULESAGE_FUSION_ADDR"):
+        print("RuleSage is not running: start it with `rulesage up --detach`", file=sys.stderr)
+        return 2
+
+    async def run() -> dict[str, Any]:
+        road = Road()
+        try:
+            return await road.ask(ns.game, ns.question)
+        finally:
+            await road.close()
+
+    try:
+        ruling = asyncio.run(run())
+    except BadQuestion as exc:
+        print(f"rulesage ask: {exc}", file=sys.stderr)
+        return 2
+    if ns.json:
+        _print_json(ruling)
+        return 0
+    from rulesage.render import ruling_text
+
+    print(ruling_text(ruling))
+    return 0
+
+
+def cmd_eval(ns: argparse.Namespace) -> int:
+    from rulesage import evaluation
+
+    if ns.beir:
+        report = evaluation.run_beir(Path(ns.beir), limit=ns.limit)
+    else:
+        if not ns.shelf or not ns.gold:
+            print("rulesage eval: --shelf and --gold are required (or --beir DIR)", file=sys.stderr)
+            return 2
+        report = evaluation.run_gold(Path(ns.shelf), Path(ns.gold), answer=not ns.no_answer, limit=ns.limit)
+    if ns.json:
+        _print_json(report)
+    else:
+        print(evaluation.report_text(report))
+    return 0
+
+
+def cmd_bench(ns: argparse.Namespace) -> int:
+    from rulesage import evaluation
+
+    report = evaluation.run_bench(Path(ns.shelf), Path(ns.gold), rounds=ns.rounds)
+    if ns.json:
+        _print_json(report)
+    else:
+        print(evaluation.report_text(report))
+    return 0
+
+
+def cmd_serve(ns: argparse.Namespace) -> int:
+    module = "gateway" if ns.name == "gateway" else f"services.{ns.name}"
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+    return 0
+
+
+def cmd_train_reranker(ns: argparse.Namespace, rest: list[str]) -> int:
+    from services.rerank.train import main as train_main
+
+    return int(train_main(rest))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rulesage", description="RuleSage: rulings that quote the book.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("up", help="start Postgres, the services and the gateway")
+    s.add_argument("--detach", action="store_true", help="return once everything is SERVING")
+    s.set_defaults(func=cmd_up)
+    sub.add_parser("down", help="stop everything started by `up`").set_defaults(func=cmd_down)
+    s = sub.add_parser("status", help="each service's address and health, and the gateway's URL")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_status)
+    sub.add_parser("migrate", help="apply pending database migrations").set_defaults(func=cmd_migrate)
+
+    s = sub.add_parser("ingest", help="ingest a shelf manifest (shelf.toml)")
+    s.add_argument("--shelf", required=True)
+    s.add_argument("--game", action="append", help="only this game (repeatable)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_ingest)
+
+    s = sub.add_parser("ask", help="ask a rules question from the command line")
+    s.add_argument("--game", required=True)
+    s.add_argument("question")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_ask)
+
+    s = sub.add_parser("eval", help="measure retrieval and rulings on gold questions (or BEIR SciFact)")
+    s.add_argument("--shelf")
+    s.add_argument("--gold")
+    s.add_argument("--beir", help="a BEIR dataset folder (corpus.jsonl.gz, queries.jsonl, qrels/test.tsv)")
+    s.add_argument("--no-answer", action="store_true", help="retrieval only: skip the answering stage")
+    s.add_argument("--limit", type=int, default=0, help="only the first N questions (0: all)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_eval)
+
+    s = sub.add_parser("bench", help="latency of the search road over the gold questions")
+    s.add_argument("--shelf", required=True)
+    s.add_argument("--gold", required=True)
+    s.add_argument("--rounds", type=int, default=1)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_bench)
+
+    s = sub.add_parser("serve", help="run one service in the foreground (what each container runs)")
+    s.add_argument("name", choices=SERVABLE)
+    s.set_defaults(func=cmd_serve)
+
+    sub.add_parser(
+        "train-reranker", help="train and export the cross-encoder (see services/rerank)", add_help=False
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["train-reranker"]:
+        return cmd_train_reranker(argparse.Namespace(), argv[1:])
+    ns = build_parser().parse_args(argv)
+    from rulesage.config import ConfigError
+    from rulesage.db import DatabaseError
+
+    try:
+        return int(ns.func(ns))
+    except (ConfigError, DatabaseError) as exc:
+        print(f"rulesage {ns.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

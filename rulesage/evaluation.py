@@ -1,0 +1,376 @@
+"""`rulesage eval` and `rulesage bench`: measure the real mesh on gold questions (and BEIR SciFact).
+
+Retrieval is matched with the rule of shared/eval/README.md (rulesage.text.supports + the page span); every
+question is asked from its game through the same road players use; per-arm figures come from calling each
+arm's own service directly with the same question.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from rulesage import db, launcher, runner
+from rulesage.road import Road, SearchOutcome, passage_dict
+from rulesage.text import supports
+from rulesage.v1 import arm_pb2, arm_pb2_grpc
+from services.fusion import rrf
+
+KS = (8, 80)
+
+
+# -- matching --------------------------------------------------------------------------------------
+def supports_evidence(p: dict[str, Any], ev: dict[str, Any]) -> bool:
+    if p.get("doc_key") != ev["doc"]:
+        return False
+    page = ev.get("page")
+    if (
+        page is not None
+        and p.get("page_start")
+        and not p["page_start"] <= page <= (p.get("page_end") or p["page_start"])
+    ):
+        return False
+    return supports(p.get("text", ""), ev["quote"])
+
+
+def found(passages: list[dict[str, Any]], q: dict[str, Any]) -> bool:
+    evs = q["evidence"]
+    if q.get("all"):
+        return all(any(supports_evidence(p, ev) for p in passages) for ev in evs)
+    return any(supports_evidence(p, ev) for p in passages for ev in evs)
+
+
+def first_rank(passages: list[dict[str, Any]], q: dict[str, Any]) -> int | None:
+    for i, p in enumerate(passages, 1):
+        if any(supports_evidence(p, ev) for ev in q["evidence"]):
+            return i
+    return None
+
+
+def pct(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"p50": 0.0, "p95": 0.0, "n": 0}
+    s = sorted(values)
+
+    def q(f: float) -> float:
+        return round(s[min(len(s) - 1, max(0, math.ceil(f * len(s)) - 1))], 2)
+
+    return {"p50": round(statistics.median(s), 2), "p95": q(0.95), "n": len(s)}
+
+
+def load_gold(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+# -- the mesh for the duration of a run ------------------------------------------------------------
+@contextlib.contextmanager
+def mesh() -> Iterator[None]:
+    """Use the running mesh, or bring one up for the run and take it down after."""
+    if launcher.read_state() is not None:
+        yield
+        return
+    if launcher.up_detached() != 0:
+        raise RuntimeError("could not bring the mesh up for the evaluation (see .rulesage/logs)")
+    try:
+        yield
+    finally:
+        launcher.down()
+
+
+def ensure_shelf(shelf: Path) -> dict[str, Any]:
+    from rulesage.ingest.pipeline import ingest_shelf
+
+    url = db.database_url()
+    db.migrate(url)
+    summary = ingest_shelf(url, shelf, progress=False)
+    return dict(summary.to_dict())
+
+
+def coverage(url: str, gold: list[dict[str, Any]]) -> tuple[float, list[dict[str, Any]]]:
+    """Share of evidence quotes that some live passage of the right document holds on the right page."""
+    cache: dict[str, list[dict[str, Any]]] = {}
+    total, hit, misses = 0, 0, []
+    with db.connection(url) as conn:
+        for q in gold:
+            for ev in q["evidence"]:
+                if ev["doc"] not in cache:
+                    rows = conn.execute(
+                        "SELECT p.text, p.page_start, p.page_end FROM passages p JOIN documents d"
+                        " ON d.id = p.document_id WHERE d.key = %s AND p.retired_at IS NULL",
+                        (ev["doc"],),
+                    ).fetchall()
+                    cache[ev["doc"]] = [
+                        {"doc_key": ev["doc"], "text": r[0], "page_start": r[1], "page_end": r[2]}
+                        for r in rows
+                    ]
+                total += 1
+                if any(supports_evidence(p, ev) for p in cache[ev["doc"]]):
+                    hit += 1
+                else:
+                    misses.append(
+                        {"id": q["id"], "doc": ev["doc"], "page": ev.get("page"), "quote": ev["quote"][:90]}
+                    )
+    return (hit / total if total else 1.0), misses
+
+
+# -- per-arm lists ---------------------------------------------------------------------------------
+class Arms:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.channels = {n: runner.channel(n) for n in ("lexical", "dense", "aisle")}
+        self.texts: dict[int, dict[str, Any]] = {}
+
+    async def lists(self, game: str, question: str) -> dict[str, list[int]]:
+        emb = await arm_pb2_grpc.EmbedderStub(self.channels["dense"]).Embed(
+            arm_pb2.EmbedRequest(question=question, game=game), timeout=30
+        )
+        req = arm_pb2.ArmRequest(question=question, game=game)
+        vreq = arm_pb2.ArmRequest(question=question, game=game, vectors=emb.vectors)
+        results = await asyncio.gather(
+            arm_pb2_grpc.ArmStub(self.channels["lexical"]).Search(req, timeout=30),
+            arm_pb2_grpc.ArmStub(self.channels["dense"]).Search(vreq, timeout=30),
+            arm_pb2_grpc.ArmStub(self.channels["aisle"]).Search(vreq, timeout=30),
+        )
+        out: dict[str, list[int]] = {}
+        for res in results:
+            lanes = {
+                lane: [h.passage_id for h in sorted(res.hits, key=lambda h: h.rank) if h.lane == lane]
+                for lane in res.lanes
+            }
+            if res.arm == "dense" and len(lanes) > 1:
+                out["dense"] = [f.passage_id for f in rrf.fuse(lanes, limit=80)]
+                out.update(lanes)
+            else:
+                out[res.arm] = next(iter(lanes.values()), [])
+        return out
+
+    def hydrate(self, ids: list[int]) -> list[dict[str, Any]]:
+        missing = [i for i in ids if i not in self.texts]
+        if missing:
+            with db.connection(self.url) as conn:
+                rows = conn.execute(
+                    "SELECT p.id, p.text, d.key, p.page_start, p.page_end FROM passages p"
+                    " JOIN documents d ON d.id = p.document_id WHERE p.id = ANY(%s)",
+                    (missing,),
+                ).fetchall()
+            for r in rows:
+                self.texts[r[0]] = {
+                    "id": r[0],
+                    "text": r[1],
+                    "doc_key": r[2],
+                    "page_start": r[3],
+                    "page_end": r[4],
+                }
+        return [self.texts[i] for i in ids if i in self.texts]
+
+    async def close(self) -> None:
+        for ch in self.channels.values():
+            await ch.close()
+
+
+# -- the gold run ----------------------------------------------------------------------------------
+async def _gold(url: str, gold: list[dict[str, Any]], answer: bool) -> dict[str, Any]:
+    road = Road(url)
+    arms = Arms(url)
+    rows: list[dict[str, Any]] = []
+    stage_ms: dict[str, list[float]] = defaultdict(list)
+    try:
+        for q in gold:
+            out: SearchOutcome = await road.search(q["game"], q["question"])
+            fused = [passage_dict(p) for p in out.candidates]
+            kept = out.passages_json()
+            by_rerank = sorted(
+                fused, key=lambda p: -(p["rerank_score"] if p["rerank_score"] is not None else -1e9)
+            )
+            row: dict[str, Any] = {
+                "id": q["id"],
+                "game": q["game"],
+                "tags": q.get("tags", []),
+                "answerable": q["answerable"],
+            }
+            if q["answerable"]:
+                row["found_8"] = found(kept, q)
+                row["found_8_fused"] = found(fused[:8], q)
+                row["found_80"] = found(fused[:80], q)
+                row["rank_fused"] = first_rank(fused[:10], q)
+                row["rank_reranked"] = first_rank(by_rerank[:10], q)
+                lists = await arms.lists(q["game"], q["question"])
+                row["arms"] = {}
+                for name, ids in lists.items():
+                    ps = arms.hydrate(ids[:80])
+                    row["arms"][name] = {
+                        "found_8": found(ps[:8], q),
+                        "found_80": found(ps, q),
+                        "rank": first_rank(ps[:10], q),
+                    }
+            for t in out.timings:
+                stage_ms[t["stage"]].append(t["ms"])
+            stage_ms["search_span"].append(out.search_ms)
+            fusion_call = [a["ms"] for a in out.wrench.get("arms", [])]
+            if fusion_call:
+                stage_ms["arms_max"].append(max(fusion_call))
+            if answer:
+                t0 = time.perf_counter()
+                ruling = await road.answer(out, store=False)
+                stage_ms["answer"].append((time.perf_counter() - t0) * 1000)
+                row["verdict"] = ruling["verdict"]
+                shown = {p["id"]: p for p in ruling["passages"]}
+                invalid = 0
+                correct = False
+                for c in ruling["citations"]:
+                    p = shown.get(c["passage_id"])
+                    if p is None or p["text"][c["start"] : c["end"]] != c["quote"]:
+                        invalid += 1
+                        continue
+                    if q["answerable"] and any(supports_evidence(p, ev) for ev in q["evidence"]):
+                        correct = True
+                row["invalid_citations"] = invalid
+                row["answered_correctly"] = correct and ruling["verdict"] == "answered"
+            rows.append(row)
+    finally:
+        await road.close()
+        await arms.close()
+    return summarise(rows, stage_ms, answer)
+
+
+def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answer: bool) -> dict[str, Any]:
+    ans = [r for r in rows if r["answerable"]]
+    n = len(ans) or 1
+
+    def share(key: str, subset: list[dict[str, Any]]) -> float:
+        return round(sum(bool(r.get(key)) for r in subset) / (len(subset) or 1), 3)
+
+    def mrr(key: str, subset: list[dict[str, Any]]) -> float:
+        return round(sum(1 / r[key] for r in subset if r.get(key)) / (len(subset) or 1), 3)
+
+    report: dict[str, Any] = {
+        "n": len(rows),
+        "n_answerable": len(ans),
+        "recall_at_8": share("found_8", ans),
+        "recall_at_8_fused": share("found_8_fused", ans),
+        "recall_at_80": share("found_80", ans),
+        "mrr_at_10": mrr("rank_fused", ans),
+        "mrr_at_10_reranked": mrr("rank_reranked", ans),
+    }
+    arm_names = sorted({a for r in ans for a in r.get("arms", {})})
+    report["per_arm"] = {
+        a: {
+            "n": sum(a in r["arms"] for r in ans),
+            "recall_at_8": round(sum(r["arms"].get(a, {}).get("found_8", False) for r in ans) / n, 3),
+            "recall_at_80": round(sum(r["arms"].get(a, {}).get("found_80", False) for r in ans) / n, 3),
+            "mrr_at_10": round(
+                sum(1 / r["arms"][a]["rank"] for r in ans if r["arms"].get(a, {}).get("rank")) / n, 3
+            ),
+        }
+        for a in arm_names
+    }
+    tags = sorted({t for r in rows for t in r["tags"]})
+    report["by_tag"] = {}
+    for t in tags:
+        sub = [r for r in ans if t in r["tags"]]
+        if sub:
+            report["by_tag"][t] = {
+                "n": len(sub),
+                "recall_at_8": share("found_8", sub),
+                "recall_at_8_fused": share("found_8_fused", sub),
+                "recall_at_80": share("found_80", sub),
+            }
+    report["latency_ms"] = {k: pct(v) for k, v in sorted(stage_ms.items())}
+    report["misses_at_8"] = [{"id": r["id"], "tags": r["tags"]} for r in ans if not r.get("found_8")]
+    if answer:
+        unans = [r for r in rows if not r["answerable"]]
+        abstained = [r for r in rows if r.get("verdict") != "answered"]
+        report["answered_correctly"] = share("answered_correctly", ans)
+        report["answered_share"] = round(sum(r.get("verdict") == "answered" for r in ans) / n, 3)
+        report["abstain_precision"] = round(
+            sum(not r["answerable"] for r in abstained) / (len(abstained) or 1), 3
+        )
+        report["abstain_recall"] = round(
+            sum(r.get("verdict") != "answered" for r in unans) / (len(unans) or 1), 3
+        )
+        report["invalid_citations"] = sum(r.get("invalid_citations", 0) for r in rows)
+        report["verdicts"] = {
+            v: sum(r.get("verdict") == v for r in rows) for v in ("answered", "not_in_book", "unavailable")
+        }
+    return report
+
+
+def run_gold(shelf: Path, gold_path: Path, answer: bool = True, limit: int = 0) -> dict[str, Any]:
+    gold = load_gold(gold_path)
+    if limit:
+        gold = gold[:limit]
+    ingest = ensure_shelf(shelf)
+    url = db.database_url()
+    cov, misses = coverage(url, gold)
+    with mesh():
+        report = asyncio.run(_gold(url, gold, answer))
+    return {"coverage": round(cov, 4), "coverage_misses": misses, **report, "ingest": ingest}
+
+
+def run_bench(shelf: Path, gold_path: Path, rounds: int = 1) -> dict[str, Any]:
+    gold = load_gold(gold_path)
+    ensure_shelf(shelf)
+    url = db.database_url()
+
+    async def go() -> dict[str, list[float]]:
+        road = Road(url)
+        times: dict[str, list[float]] = defaultdict(list)
+        try:
+            await road.search(gold[0]["game"], gold[0]["question"])  # warm-up, not counted
+            for _ in range(rounds):
+                for q in gold:
+                    out = await road.search(q["game"], q["question"])
+                    stages = {t["stage"]: t["ms"] for t in out.timings}
+                    times["search_span_ms"].append(out.search_ms)
+                    if "road.fuse_call" in stages:
+                        times["arms_fusion_ms"].append(stages["road.fuse_call"])
+                    if "road.rerank_call" in stages:
+                        times["rerank_ms"].append(stages["road.rerank_call"])
+        finally:
+            await road.close()
+        return times
+
+    with mesh():
+        times = asyncio.run(go())
+    return {"n": len(gold) * rounds, **{k: pct(v) for k, v in times.items()}}
+
+
+# -- BEIR ------------------------------------------------------------------------------------------
+def ndcg_at_10(ranked: list[str], rels: dict[str, int]) -> float:
+    dcg = sum((2 ** rels.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:10]))
+    ideal = sorted(rels.values(), reverse=True)[:10]
+    idcg = sum((2**r - 1) / math.log2(i + 2) for i, r in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def run_beir(folder: Path, limit: int = 0) -> dict[str, Any]:
+    from rulesage import beir
+
+    url = db.database_url()
+    db.migrate(url)
+    loaded = beir.load_corpus(url, folder)
+    queries, qrels = beir.load_queries(folder)
+    if limit:
+        queries = queries[:limit]
+    with mesh():
+        scores = asyncio.run(beir.evaluate(url, queries, qrels, loaded))
+    return {"dataset": folder.name, "queries": len(queries), "corpus": loaded.size, **scores}
+
+
+def report_text(report: dict[str, Any]) -> str:
+    lines = []
+    for key, value in report.items():
+        if isinstance(value, dict | list):
+            lines.append(f"{key}:")
+            lines.append("  " + json.dumps(value, default=str)[:2000])
+        else:
+            lines.append(f"{key}: {value}")
+    return "\n".join(lines)
