@@ -1,0 +1,34 @@
+"""The answering backends behind one interface (``loop.Backend``), chosen by RULESAGE_ANSWER_BACKEND."""
+
+from __future__ import annotations
+
+from services.answer.loop import Backend
+from services.answer.settings import AnswerSettings
+
+
+def make_backend(settings: AnswerSettings) -> Backend:
+    """Build the configured backend (loads its model: call it before the service says SERVING)."""
+    kind = settings.rulesage_answer_backend
+    if kind == "llama-cpp":
+        from services.answer.backends.llama import LlamaBackend
+
+        return LlamaBackend(
+            settings.rulesage_llama_model_path,
+            n_ctx=settings.rulesage_llama_ctx,
+            threads=settings.rulesage_llama_threads,
+            max_tokens=settings.rulesage_answer_max_tokens,
+            timeout_s=settings.rulesage_answer_timeout_s,
+        )
+    if kind == "openai":
+        from services.answer.backends.openai import OpenAIBackend
+
+        return OpenAIBackend(
+            settings.rulesage_openai_base_url,
+            settings.rulesage_openai_model,
+            api_key=settings.rulesage_openai_api_key,
+            max_tokens=settings.rulesage_answer_max_tokens,
+            timeout_s=settings.rulesage_answer_timeout_s,
+        )
+    from services.answer.backends.extractive import ExtractiveBackend
+
+    return ExtractiveBackend(settings.rulesage_extractive_threshold)

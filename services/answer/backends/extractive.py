@@ -1,0 +1,254 @@
+"""extractive: the embedded default, no language model. It quotes the sentence(s) of the shown passages that
+best answer the question, verbatim with their page, and abstains below a relevance threshold.
+
+Sentences are scored by a relevance scorer in [0, 1]: the cross-encoder reranker (sigmoid of its logit)
+when ``services.rerank`` and its model file are present, else the MiniLM bi-encoder's cosine. A sentence's
+score blends its own relevance (with its heading, so a short sentence keeps its topic) and its passage's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from services.answer.citations import MIN_QUOTE_CHARS, PassageView, RawAnswer, RawQuote, Verdict
+from services.answer.loop import Prompt, ToolRequest
+
+log = logging.getLogger(__name__)
+
+SENTENCE_WEIGHT = 0.7  # the rest is the passage's own relevance
+MAX_SENTENCES = 2  # quoted per answer
+SECOND_MARGIN = 0.04  # a second sentence is quoted when it scores within this of the best
+MAX_SENTENCE_CHARS = 400
+
+
+class Scorer(Protocol):
+    identity: str
+
+    def score(self, question: str, texts: Sequence[str]) -> list[float]:
+        """Relevance of each text to the question, in [0, 1]."""
+        ...
+
+
+class BiEncoderScorer:
+    """Cosine similarity of MiniLM embeddings (rulesage.embed), clipped to [0, 1]."""
+
+    def __init__(self) -> None:
+        from rulesage.embed import shared_embedder
+
+        self.embedder = shared_embedder()
+        self.identity = f"minilm-cosine:{self.embedder.identity.model}"
+
+    def score(self, question: str, texts: Sequence[str]) -> list[float]:
+        if not texts:
+            return []
+        q = self.embedder.embed_queries([question])[0]
+        m = self.embedder.embed_passages(list(texts))
+        return [float(x) for x in np.clip(m @ q, 0.0, 1.0)]
+
+
+class CrossEncoderScorer:
+    """The reranker's cross-encoder (``services.rerank``), its logits squashed to [0, 1] by a sigmoid."""
+
+    def __init__(self, model: object, identity: str) -> None:
+        self.model = model
+        self.identity = f"cross-encoder:{identity}"
+
+    def score(self, question: str, texts: Sequence[str]) -> list[float]:
+        logits = self.model.score(question, list(texts))  # type: ignore[attr-defined]
+        return [1.0 / (1.0 + math.exp(-float(x))) for x in logits]
+
+
+def load_cross_encoder() -> CrossEncoderScorer | None:
+    """The rerank service's cross-encoder when its package and model file are present; None otherwise."""
+    try:
+        mod = importlib.import_module("services.rerank.model")
+    except ImportError:
+        return None
+    loader = getattr(mod, "load_cross_encoder", None)
+    if loader is None:
+        return None
+    try:
+        model = loader()
+    except (FileNotFoundError, OSError) as exc:
+        log.info("cross-encoder not available (%s); using the MiniLM cosine", exc)
+        return None
+    if model is None:
+        return None
+    return CrossEncoderScorer(model, str(getattr(model, "identity", "reranker")))
+
+
+def default_scorer() -> Scorer:
+    return load_cross_encoder() or BiEncoderScorer()
+
+
+# -- sentences ---------------------------------------------------------------------------------------------
+_BREAK = re.compile(r"(?<=[.!?:;])[\"'”’)\]]?\s+(?=[\"'“‘(\[]?[A-Z0-9•\-–—*])|\n\s*\n|\n(?=\s*[•\-–—*]\s)")
+
+
+def _merge_short(spans: list[tuple[int, int]], text: str, floor: int) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for s, e in spans:
+        if out and (out[-1][1] - out[-1][0] < floor):
+            out[-1] = (out[-1][0], e)
+        else:
+            out.append((s, e))
+    if len(out) > 1 and out[-1][1] - out[-1][0] < floor:
+        last = out.pop()
+        out[-1] = (out[-1][0], last[1])
+    return out
+
+
+def _strip(text: str, s: int, e: int) -> tuple[int, int]:
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    return s, e
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """Sentence spans (start, end) of ``text``, each ``text[start:end]`` stripped and at least
+    MIN_QUOTE_CHARS long (short fragments join their neighbour); over-long ones split at line breaks."""
+    spans: list[tuple[int, int]] = []
+    at = 0
+    for m in _BREAK.finditer(text):
+        spans.append(_strip(text, at, m.start() + len(m.group(0).rstrip())))
+        at = m.end()
+    spans.append(_strip(text, at, len(text)))
+    spans = [(s, e) for s, e in spans if e > s]
+    fine: list[tuple[int, int]] = []
+    for s, e in spans:
+        if e - s <= MAX_SENTENCE_CHARS or "\n" not in text[s:e]:
+            fine.append((s, e))
+            continue
+        lines, at = [], s
+        for m in re.finditer(r"\n", text[s:e]):
+            lines.append(_strip(text, at, s + m.start()))
+            at = s + m.end()
+        lines.append(_strip(text, at, e))
+        fine.extend(_merge_short([x for x in lines if x[1] > x[0]], text, 40))
+    return [sp for sp in _merge_short(fine, text, MIN_QUOTE_CHARS) if sp[1] - sp[0] >= MIN_QUOTE_CHARS]
+
+
+# -- choosing ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Candidate:
+    passage: PassageView
+    start: int
+    end: int
+    score: float
+
+    @property
+    def text(self) -> str:
+        return self.passage.text[self.start : self.end]
+
+
+def rank_sentences(question: str, passages: Sequence[PassageView], scorer: Scorer) -> list[Candidate]:
+    """Every sentence of every passage, best first, scored SENTENCE_WEIGHT * sentence + rest * passage."""
+    spans = [(p, s, e) for p in passages for s, e in sentences(p.text)]
+    if not spans:
+        return []
+    texts = [
+        (" > ".join(p.heading_path[-1:]) + ": " if p.heading_path else "") + p.text[s:e] for p, s, e in spans
+    ]
+    scores = scorer.score(question, texts + [p.text for p in passages])
+    per_passage = {p.id: scores[len(texts) + i] for i, p in enumerate(passages)}
+    out = [
+        Candidate(p, s, e, SENTENCE_WEIGHT * scores[i] + (1 - SENTENCE_WEIGHT) * per_passage[p.id])
+        for i, (p, s, e) in enumerate(spans)
+    ]
+    return sorted(out, key=lambda c: -c.score)
+
+
+def _where(p: PassageView) -> str:
+    title = p.doc_title or p.doc_key or "the book"
+    return f"{title}, p. {p.page_start}" if p.page_start else title
+
+
+def choose(ranked: Sequence[Candidate], threshold: float) -> RawAnswer:
+    """Quote the best sentence (and one close runner-up), or abstain when the best is below ``threshold``."""
+    if not ranked or ranked[0].score < threshold:
+        best = ranked[0].score if ranked else 0.0
+        return RawAnswer((), "", Verdict.NOT_IN_BOOK, confidence=best)
+    best = ranked[0]
+    chosen = [best]
+    for c in ranked[1:]:
+        if len(chosen) >= MAX_SENTENCES or c.score < max(threshold, best.score - SECOND_MARGIN):
+            break
+        chosen.append(c)
+    chosen.sort(key=lambda c: (c.passage.id != best.passage.id, c.passage.id, c.start))
+    parts = [f"{_where(c.passage)}: “{c.text}”" for c in chosen]
+    answer = "The book says — " + " … ".join(parts)
+    quotes = tuple(RawQuote(c.passage.id, c.text) for c in chosen)
+    return RawAnswer(quotes, answer, Verdict.ANSWERED, confidence=best.score)
+
+
+class ExtractiveBackend:
+    """No language model: it never asks for tools, and a retry gets the same (deterministic) answer."""
+
+    def __init__(self, threshold: float, scorer: Scorer | None = None) -> None:
+        self.threshold = threshold
+        self.scorer = scorer or default_scorer()
+        self.identity = f"extractive:{self.scorer.identity}"
+
+    def _answer(self, prompt: Prompt) -> RawAnswer:
+        return choose(rank_sentences(prompt.question, prompt.passages, self.scorer), self.threshold)
+
+    async def open_turn(self, prompt: Prompt) -> RawAnswer | ToolRequest:
+        return await self.final_turn(prompt)
+
+    async def final_turn(self, prompt: Prompt) -> RawAnswer:
+        return await asyncio.to_thread(self._answer, prompt)
+
+    async def close(self) -> None:
+        return None
+
+
+# -- calibration -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Calibration:
+    threshold: float
+    answered_share: float
+    abstain_precision: float
+    abstain_recall: float
+    n: int
+
+
+def calibrate_threshold(
+    pairs: Sequence[tuple[float, bool]], min_precision: float = 0.9, min_recall: float = 0.8
+) -> Calibration | None:
+    """Given (best score, answerable) per question, the threshold (abstain when score < threshold) that
+    answers the largest share while abstains stay >= ``min_precision`` unanswerable and catch >=
+    ``min_recall`` of the unanswerable questions. The threshold sits midway between the highest abstained
+    and the lowest answered score. None when no threshold meets both floors."""
+    if not pairs:
+        return None
+    unanswerable = sum(1 for _, ok in pairs if not ok)
+    if unanswerable == 0:
+        return None
+    scores = sorted({s for s, _ in pairs})
+    best: Calibration | None = None
+    for i, cut in enumerate([*scores, math.inf]):
+        abstained = [ok for s, ok in pairs if s < cut]
+        if not abstained:
+            continue
+        caught = sum(1 for ok in abstained if not ok)
+        precision = caught / len(abstained)
+        recall = caught / unanswerable
+        if precision < min_precision or recall < min_recall:
+            continue
+        answered = (len(pairs) - len(abstained)) / len(pairs)
+        below = scores[i - 1]
+        threshold = (below + cut) / 2 if cut != math.inf else below + 1e-6
+        if best is None or answered > best.answered_share:
+            best = Calibration(threshold, answered, precision, recall, len(pairs))
+    return best

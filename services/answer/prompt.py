@@ -1,0 +1,60 @@
+"""The chat messages a language-model backend is shown for one turn (pure: Prompt in, messages out)."""
+
+from __future__ import annotations
+
+from services.answer.citations import MIN_ANSWER_CHARS, PassageView
+from services.answer.loop import Prompt
+
+SYSTEM = f"""You are a board-game rules judge. Answer ONLY from the rulebook passages you are given.
+Reply with one JSON object, fields in this order:
+1. "quotes": the sentences that decide the question, each copied character for character from a PASSAGE \
+block (never from the CONTEXT around it), with that passage's passage_id.
+2. "answer": the ruling in plain words, at least one full sentence ({MIN_ANSWER_CHARS}+ characters), \
+saying only what the quotes support.
+3. "verdict": "answered", or "not_in_book" when no passage answers the question (then "quotes" may be \
+empty). Saying "not_in_book" is better than guessing."""
+
+TOOL = """If the answer depends on a numbered rule that is referred to but not shown, you may instead put up \
+to 5 rule numbers in "lookup_rules" (leave "quotes" empty and "verdict" "not_in_book"): you will be shown \
+those rules once and must then answer. Otherwise leave "lookup_rules" empty."""
+
+
+def _label(p: PassageView) -> str:
+    parts = [p.doc_title or p.doc_key]
+    if p.page_start:
+        span = f"p. {p.page_start}" if p.page_end in (0, p.page_start) else f"pp. {p.page_start}-{p.page_end}"
+        parts.append(span)
+    if p.rule_id:
+        parts.append(f"rule {p.rule_id}")
+    if p.heading_path:
+        parts.append(" > ".join(p.heading_path))
+    return ", ".join(parts)
+
+
+def render_passage(p: PassageView, context: tuple[str, str] | None, fetched: bool = False) -> str:
+    head = f"### passage_id {p.id}{' (looked up)' if fetched else ''}: {_label(p)}"
+    lines = [head]
+    before, after = context or ("", "")
+    if before:
+        lines.append(f"CONTEXT before (read only, do not quote):\n{before}")
+    lines.append(f"PASSAGE {p.id} (quote from here):\n{p.text}")
+    if after:
+        lines.append(f"CONTEXT after (read only, do not quote):\n{after}")
+    return "\n".join(lines)
+
+
+def messages(prompt: Prompt) -> list[dict[str, str]]:
+    system = SYSTEM + ("\n" + TOOL if prompt.tool_offered else "")
+    fetched = set(prompt.fetched)
+    blocks = [render_passage(p, prompt.context.get(p.id), p.id in fetched) for p in prompt.passages]
+    user = [f"Game: {prompt.game}" if prompt.game else "", "Passages:", "\n\n".join(blocks)]
+    if prompt.rejection is not None:
+        user.append(
+            f"Previous attempt rejected: {prompt.rejection.line()}.\n"
+            "Copy each quote exactly, word for word, from one PASSAGE block, with that block's passage_id."
+        )
+    user.append(f"Question: {prompt.question}")
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": "\n\n".join(u for u in user if u)},
+    ]
