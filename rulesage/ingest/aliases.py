@@ -40,6 +40,38 @@ _BAD = set(
         "none",
     ]
 )
+# everyday words that must never become an alias on their own (they would match every question)
+_COMMON = frozenset(
+    [
+        "if",
+        "and",
+        "or",
+        "not",
+        "when",
+        "then",
+        "else",
+        "each",
+        "all",
+        "any",
+        "deal",
+        "play",
+        "turn",
+        "move",
+        "card",
+        "cards",
+        "game",
+        "player",
+        "players",
+        "die",
+        "dice",
+        "roll",
+        "hit",
+        "attack",
+        "action",
+        "round",
+        "time",
+    ]
+)
 _CLAUSE_STOP = set(
     [
         "that",
@@ -144,7 +176,9 @@ def _phrase_before(text: str, max_words: int = 4) -> str:
 
 def _ok(alias: str, term: str) -> bool:
     a, t = alias.lower(), term.lower()
-    if not a or not t or a == t or a in _BAD or t in _BAD:
+    if not a or not t or a == t or a in _BAD or t in _BAD or a in _COMMON:
+        return False
+    if " " not in a and len(a) < 4 and not alias.isupper():
         return False
     if a.rstrip("s") == t.rstrip("s"):
         return False
@@ -155,8 +189,8 @@ def _ok(alias: str, term: str) -> bool:
 
 def _evidence(text: str, start: int, end: int) -> str:
     """The sentence around [start, end) (verbatim), at most ~300 characters."""
-    left = max(text.rfind(". ", 0, start), text.rfind("\n", 0, start))
-    left = 0 if left < 0 else left + 1
+    stops = [m.end() for m in re.finditer(r"[.!?](?=\s)|\n", text[: start + 1])]
+    left = stops[-1] if stops else 0
     right_candidates = [i for i in (text.find(". ", end), text.find("\n", end)) if i >= 0]
     right = min(right_candidates) + 1 if right_candidates else len(text)
     if right - left > 300:
@@ -199,13 +233,11 @@ def mine(text: str, heading_path: Sequence[str] = (), kind: str = "prose") -> li
             source = "glossary" if kind == "glossary" else "see"
             out.append(AliasCandidate(entry, target, text.strip(), source))
     for m in _OR_PAREN.finditer(text):
-        x = m.group("x")
-        if x[0] in '"\u201c':
-            alias = _clean(x)
-            term = _phrase_before(m.group("pre"), 1)
+        alias = _clean(m.group("x"))
+        if re.fullmatch(r"[A-Z]{2,6}s?", alias):
+            term = _initials_match(alias, m.group("pre")) or ""
         else:
-            alias = x
-            term = _initials_match(x, m.group("pre")) or ""
+            term = _phrase_before(m.group("pre"), 1)
         if _ok(alias, term):
             out.append(AliasCandidate(alias, term, _evidence(text, m.start("pre"), m.end()), "definition"))
     return [c for c in out if c.evidence and c.evidence in text]
