@@ -59,8 +59,10 @@ class Dehyphenator:
             return True
         if left + right in self.words:
             return False
-        # Unknown either way: a capitalised or long right part reads as a compound ("non-Player").
-        return tail[:1].isupper()
+        # Unknown either way: two known words make a compound ("good-natured"), else a split word.
+        return tail[:1].isupper() or (
+            len(left) > 1 and len(right) > 1 and left in self.words and right in self.words
+        )
 
     def join(self, lines: list[str]) -> str:
         """Join the lines of one paragraph with spaces, undoing line-end hyphenation."""
