@@ -1,6 +1,7 @@
 """Numbered rules (the Magic: The Gathering Comprehensive Rules layout) -> sections, rule rows, leaf rows.
 
-- Sections are the three-digit sections ("702. Keyword Abilities"), under their chapter ("7. Additional Rules").
+- Sections are the three-digit sections ("702. Keyword Abilities"), under their chapter
+  ("7. Additional Rules").
 - A rule row (kind "rule", searchable) holds the rule's own text, every lettered subrule and every "Example:"
   paragraph: the search unit. One longer than ``RULE_MAX_WORDS`` is cut at subrule boundaries into several
   passages that all keep the rule id.

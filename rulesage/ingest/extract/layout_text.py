@@ -52,6 +52,8 @@ def find_gutter(lines: list[str]) -> tuple[int, int] | None:
     if best is None:
         return None
     _, _, start, end = best
+    while start < end - 2 and occupied[start]:  # the few lines that touch the strip's left edge run long
+        start += 1
     left = sum(1 for ln in text_lines if ln[:start].strip())
     right = sum(1 for ln in text_lines if ln[end:].strip())
     if left < 4 or right < 4:

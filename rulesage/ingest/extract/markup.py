@@ -81,7 +81,7 @@ def markdown_blocks(text: str) -> list[Block]:
                 blocks.append(Block("para", "\n".join(items)))
                 items = []
         elif tok.type == "inline":
-            content = _flat(_inline_text(tok)) if not in_table else _flat(_inline_text(tok))
+            content = _flat(_inline_text(tok))
             if in_table:
                 row.append(content)
             elif heading_level:
@@ -236,9 +236,7 @@ def docbook_blocks(text: str, name: str = "document") -> list[Block]:
     def text_of(el) -> str:  # type: ignore[no-untyped-def]
         return _flat("".join(t for t in el.itertext() if isinstance(t, str)))
 
-    def visible(el) -> str:  # type: ignore[no-untyped-def]
-        """Text without XML comments (itertext skips them already with with_tail handling)."""
-        return text_of(el)
+    visible = text_of  # itertext() yields text and tails only: comments and PIs stay out
 
     def visit(el, depth: int) -> None:  # type: ignore[no-untyped-def]
         for child in el:
@@ -325,8 +323,5 @@ def docbook_blocks(text: str, name: str = "document") -> list[Block]:
         if t:
             blocks.append(Block("para", t))
 
-    if local(root) in _DB_SECTIONS:
-        visit(root, 1)
-    else:
-        visit(root, 1)
+    visit(root, 1)
     return blocks
