@@ -1,8 +1,8 @@
 """extractive: the embedded default, no language model. It quotes the sentence(s) of the shown passages that
 best answer the question, verbatim with their page, and abstains below a relevance threshold.
 
-Sentences are scored by a relevance scorer in [0, 1]: the cross-encoder reranker (sigmoid of its logit)
-when ``services.rerank`` and its model file are present, else the MiniLM bi-encoder's cosine. A sentence's
+Sentences are scored by a relevance scorer in [0, 1]: the trained reranker (clipped to [0, 1]) when
+``services.rerank`` and its model file are present, else the MiniLM bi-encoder's cosine. A sentence's
 score blends its own relevance (with its heading, so a short sentence keeps its topic) and its passage's.
 """
 
@@ -56,34 +56,31 @@ class BiEncoderScorer:
 
 
 class CrossEncoderScorer:
-    """The reranker's cross-encoder (``services.rerank``), its logits squashed to [0, 1] by a sigmoid."""
+    """The reranker's trained model (``services.rerank.scorer.TrainedScorer``). Its score is a cosine plus a
+    learned correction (services/rerank/model/MODEL_CARD.md), so it is clipped to [0, 1] like the cosine."""
 
     def __init__(self, model: object, identity: str) -> None:
         self.model = model
-        self.identity = f"cross-encoder:{identity}"
+        self.identity = f"reranker:{identity}"
 
     def score(self, question: str, texts: Sequence[str]) -> list[float]:
-        logits = self.model.score(question, list(texts))  # type: ignore[attr-defined]
-        return [1.0 / (1.0 + math.exp(-float(x))) for x in logits]
+        raw = self.model.score(question, list(texts))  # type: ignore[attr-defined]
+        return [float(x) for x in np.clip(np.asarray(raw, dtype=np.float64), 0.0, 1.0)]
 
 
 def load_cross_encoder() -> CrossEncoderScorer | None:
-    """The rerank service's cross-encoder when its package and model file are present; None otherwise."""
+    """The rerank service's trained model when its package and model file are present; None otherwise
+    (imported lazily: the answer service does not need the rerank package)."""
     try:
-        mod = importlib.import_module("services.rerank.model")
-    except ImportError:
+        mod = importlib.import_module("services.rerank.scorer")
+        model_file = mod.MODEL_FILE
+        if not model_file.exists():
+            return None
+        model = mod.TrainedScorer(model_file, mod.RuntimeOptions())
+    except (ImportError, AttributeError, OSError, ValueError) as exc:
+        log.info("reranker model not usable here (%s): using the MiniLM cosine", exc)
         return None
-    loader = getattr(mod, "load_cross_encoder", None)
-    if loader is None:
-        return None
-    try:
-        model = loader()
-    except (FileNotFoundError, OSError) as exc:
-        log.info("cross-encoder not available (%s); using the MiniLM cosine", exc)
-        return None
-    if model is None:
-        return None
-    return CrossEncoderScorer(model, str(getattr(model, "identity", "reranker")))
+    return CrossEncoderScorer(model, str(getattr(model, "identity", model_file.name)))
 
 
 def default_scorer() -> Scorer:

@@ -1,0 +1,79 @@
+"""Match small, read big: the section text around a passage, and the messages a model is shown."""
+
+from __future__ import annotations
+
+from services.answer.citations import PassageView, Rejection
+from services.answer.context import build_context, surroundings
+from services.answer.loop import Prompt
+from services.answer.prompt import messages
+
+BEFORE = "Combat rounds last six seconds. " * 20
+PASSAGE = "On your turn, you can move a distance up to your speed."
+AFTER = " Difficult terrain costs 1 extra foot for every foot you move." * 20
+SECTION = BEFORE + PASSAGE + AFTER
+
+
+def test_surroundings_cut_either_side_of_the_passage_within_the_budget() -> None:
+    before, after = surroundings(SECTION, PASSAGE, 300)
+    assert PASSAGE not in before and PASSAGE not in after
+    assert len(before.lstrip("…")) + len(after.rstrip("…")) <= 300
+    assert before.endswith("Combat rounds last six seconds.")
+    assert after.startswith("Difficult terrain costs")
+
+
+def test_an_unused_side_gives_its_budget_to_the_other() -> None:
+    before, after = surroundings(PASSAGE + AFTER, PASSAGE, 600)
+    assert before == ""
+    assert len(after.rstrip("…")) > 400
+
+
+def test_a_passage_stored_with_other_spacing_is_still_found() -> None:
+    respaced = PASSAGE.replace(" ", "  \n", 3)
+    section = BEFORE + respaced + AFTER
+    before, after = surroundings(section, PASSAGE, 200)
+    assert "you can move" not in before and after.startswith("Difficult")
+
+
+def test_a_passage_not_in_its_section_gets_the_section_opening() -> None:
+    before, after = surroundings(BEFORE, "Something else entirely, said here.", 100)
+    assert before.startswith("Combat rounds") and after == ""
+
+
+def test_build_context_shares_the_budget_and_skips_passages_without_a_section() -> None:
+    a = PassageView(id=1, text=PASSAGE, section_id=10)
+    b = PassageView(id=2, text="No section for me.", section_id=0)
+    ctx = build_context([a, b], {10: SECTION}, 400)
+    assert set(ctx) == {1}
+
+
+def test_messages_show_passages_as_citable_and_context_as_read_only() -> None:
+    p = PassageView(
+        id=7,
+        text=PASSAGE,
+        doc_title="SRD 5.1",
+        page_start=90,
+        heading_path=("Combat", "Movement"),
+        rule_id="",
+    )
+    prompt = Prompt("how far can I move?", "dnd-5e-srd", (p,), {7: ("before text", "after text")})
+    system, user = messages(prompt)
+    assert "lookup_rules" not in system["content"]
+    body = user["content"]
+    assert "passage_id 7: SRD 5.1, p. 90, Combat > Movement" in body
+    assert body.index("before text") < body.index(f"PASSAGE 7 (quote from here):\n{PASSAGE}")
+    assert "CONTEXT after (read only, do not quote):\nafter text" in body
+    assert body.rstrip().endswith("Question: how far can I move?")
+    assert "rejected" not in body
+
+
+def test_the_tool_is_described_only_when_offered_and_the_retry_shows_the_rejection() -> None:
+    p = PassageView(id=7, text=PASSAGE, rule_id="702.19b")
+    offered = messages(Prompt("q?", "mtg", (p,), tool_offered=True))
+    assert "lookup_rules" in offered[0]["content"]
+    retry = messages(
+        Prompt("q?", "mtg", (p,), rejection=Rejection("quote is not verbatim", 7, "made up words"))
+    )
+    assert "lookup_rules" not in retry[0]["content"]
+    assert (
+        "Previous attempt rejected: quote is not verbatim: passage 7: 'made up words'" in retry[1]["content"]
+    )
