@@ -1,0 +1,195 @@
+"""The JSON API: mirrors each page. FastAPI writes its OpenAPI document at /openapi.json (docs at /docs)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Form, HTTPException, Query, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, Field
+from starlette.responses import Response
+
+from gateway import asking, shelf, wrench
+from gateway.context import AskError, Ctx, as_ask_error, ask, check_ask, client_address, ctx, session_id
+from rulesage import rulings
+
+log = logging.getLogger(__name__)
+router = APIRouter(prefix="/api")
+
+
+class AskBody(BaseModel):
+    game: str = Field(max_length=200, description="The game's slug, from GET /api/games.")
+    question: str = Field(max_length=20_000, description="The rules question (at most 500 characters).")
+
+
+class RatingBody(BaseModel):
+    score: int = Field(ge=1, le=3, description="1 wrong, 2 partly right, 3 right.")
+
+
+class ReviewBody(BaseModel):
+    reason: str = Field(default="", max_length=500)
+
+
+def _ask_error(exc: AskError) -> JSONResponse:
+    headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
+    return JSONResponse({"error": exc.message}, status_code=exc.status, headers=headers)
+
+
+@router.get("/games", summary="The shelf: games, optionally filtered by name or family")
+async def list_games(
+    request: Request,
+    q: Annotated[str, Query(max_length=100)] = "",
+    family: Annotated[str, Query(max_length=100)] = "",
+) -> dict[str, Any]:
+    async with ctx(request).pool.connection() as conn:
+        return {"games": await shelf.games(conn, q, family)}
+
+
+@router.post("/ask", summary="Ask a rules question; returns the stored ruling with its id and wrench")
+async def api_ask(request: Request, body: AskBody) -> Response:
+    c = ctx(request)
+    try:
+        _, question = await check_ask(c, client_address(request), body.game, body.question)
+        ruling = await ask(c, body.game, question)
+    except AskError as exc:
+        return _ask_error(exc)
+    return JSONResponse(ruling, status_code=201, headers={"Location": f"/rulings/{ruling['id']}"})
+
+
+def _event(name: str, data: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+@router.post(
+    "/ask/stream",
+    summary="Ask from the page: server-sent events 'passages' (found first), then 'ruling' or 'error'",
+)
+async def api_ask_stream(
+    request: Request,
+    game: Annotated[str, Form(max_length=200)],
+    question: Annotated[str, Form(max_length=20_000)],
+    csrf: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    c = ctx(request)
+    if not c.guard.csrf_ok(session_id(request), csrf):
+        return JSONResponse({"error": "This form has expired. Reload the page and try again."}, 403)
+    try:
+        _, question = await check_ask(c, client_address(request), game, question)
+    except AskError as exc:
+        return _ask_error(exc)
+    return StreamingResponse(
+        _stream(c, game, question),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _stream(c: Ctx, game: str, question: str) -> AsyncIterator[bytes]:
+    road = asking.road()
+    yield _event("searching", {"game": game})
+    try:
+        outcome = await road.search(game, question)
+        yield _event(
+            "passages",
+            {"passages": asking.found_passages(outcome), "search_span_ms": asking.search_span_ms(outcome)},
+        )
+        answering = asyncio.ensure_future(road.answer(outcome))
+        while True:  # a comment line every few seconds keeps proxies from closing a quiet stream
+            done, _ = await asyncio.wait({answering}, timeout=5)
+            if done:
+                break
+            yield b": still writing\n\n"
+        ruling: dict[str, Any] = answering.result()
+    except Exception as exc:
+        mapped = as_ask_error(exc)
+        if mapped is None:
+            log.exception("ask failed")
+        message = mapped.message if mapped else "Something went wrong while answering. Please try again."
+        yield _event("error", {"message": message})
+        return
+    c.screening.schedule(str(ruling["id"]), str(ruling.get("question", question)))
+    yield _event("ruling", {"id": ruling["id"], "url": f"/rulings/{ruling['id']}"})
+
+
+@router.get("/rulings/{rid}", summary="One ruling: answer, citations, passages, wrench, rating")
+async def get_ruling(request: Request, rid: str) -> dict[str, Any]:
+
+    c = ctx(request)
+    async with c.pool.connection() as conn:
+        ruling = await rulings.get(conn, rid) if len(rid) <= 64 else None
+        if ruling is None:
+            raise HTTPException(404, "No ruling has that address.")
+        ruling["rating"] = await rulings.rating(conn, rid)
+    view = wrench.view(ruling, c.settings.rulesage_trace_url)
+    ruling["wrench_derived"] = {
+        "voted": view["voted"],
+        "ceiling": view["ceiling"],
+        "ceiling_formula": view["ceiling_formula"],
+        "top_fused": view["top_fused"],
+        "above_ceiling": view["above_ceiling"],
+        "trace_link": view["trace_link"],
+    }
+    return ruling
+
+
+@router.post("/rulings/{rid}/rating", summary="Rate a ruling 1-3; returns its Bayesian mean")
+async def rate(request: Request, rid: str, body: RatingBody) -> dict[str, Any]:
+
+    c = ctx(request)
+    rater = c.guard.client_key(session_id(request) or "ip:" + client_address(request))
+    async with c.pool.connection() as conn:
+        result = await rulings.rate(conn, rid, body.score, rater)
+    if result is None:
+        raise HTTPException(404, "No ruling has that address.")
+    return {"id": rid, "rating": result}
+
+
+@router.get("/wall", summary="Cleared rulings only, newest first, paginated")
+async def wall(request: Request, page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> dict[str, Any]:
+
+    c = ctx(request)
+    size = c.settings.rulesage_wall_page_size
+    async with c.pool.connection() as conn:
+        total = await rulings.wall_count(conn)
+        items = await rulings.wall(conn, limit=size, offset=(page - 1) * size)
+    return {"rulings": items, "page": page, "pages": max(1, math.ceil(total / size)), "total": total}
+
+
+def _require_admin(c: Ctx, request: Request) -> None:
+    if not c.guard.admin_open:
+        raise HTTPException(403, "The review queue is closed: no admin token is configured.")
+    if not c.guard.bearer_ok(request.headers.get("authorization")):
+        raise HTTPException(401, "The review queue needs the admin token (Authorization: Bearer ...).")
+
+
+@router.get("/admin/queue", summary="Held and pending rulings (admin token)")
+async def admin_queue(request: Request) -> dict[str, Any]:
+
+    c = ctx(request)
+    _require_admin(c, request)
+    async with c.pool.connection() as conn:
+        return {"rulings": await rulings.queue(conn)}
+
+
+@router.post("/admin/rulings/{rid}/{action}", summary="Clear a ruling for the wall, or keep it held")
+async def admin_review(
+    request: Request,
+    rid: str,
+    action: Literal["clear", "hold"],
+    body: Annotated[ReviewBody | None, Body()] = None,
+) -> dict[str, Any]:
+
+    c = ctx(request)
+    _require_admin(c, request)
+    state = "cleared" if action == "clear" else "held"
+    default = "cleared by a reviewer" if state == "cleared" else "held by a reviewer"
+    reason = (body.reason if body else "") or default
+    async with c.pool.connection() as conn:
+        if not await rulings.review(conn, rid, state, reason):
+            raise HTTPException(404, "No ruling has that address.")
+    return {"id": rid, "public_state": state, "public_reason": reason}

@@ -1,0 +1,145 @@
+"""What every route shares: settings, the guard, limits, the pool, the screening, the templates; and the ask
+checks the page and the API both make."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from fastapi import Request
+from fastapi.templating import Jinja2Templates
+from starlette.responses import Response
+
+from gateway import shelf, wrench
+from gateway.asking import AskUnavailable, bad_question_type, road
+from gateway.screening import Screening
+from gateway.security import Guard, RateLimiter
+from gateway.settings import GatewaySettings
+
+log = logging.getLogger(__name__)
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass
+class Ctx:
+    settings: GatewaySettings
+    guard: Guard
+    ask_limiter: RateLimiter
+    login_limiter: RateLimiter
+    pool: Any
+    screening: Screening
+    templates: Jinja2Templates
+
+
+def ctx(request: Request) -> Ctx:
+    return request.app.state.ctx  # type: ignore[no-any-return]
+
+
+def session_id(request: Request) -> str:
+    return str(getattr(request.state, "session_id", ""))
+
+
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def _date(value: Any) -> str:
+    try:
+        return datetime.fromisoformat(str(value)).strftime("%-d %b %Y, %H:%M")
+    except ValueError:
+        return str(value)
+
+
+def _score(value: Any, places: int = 6) -> str:
+    return "—" if value is None else f"{float(value):.{places}f}"
+
+
+def make_templates() -> Jinja2Templates:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,  # every page: whatever a user wrote is escaped; no template marks user text |safe
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["ms"] = wrench.format_ms
+    env.filters["score"] = _score
+    env.filters["pages"] = lambda p: wrench.page_label(p.get("page_start"), p.get("page_end"))
+    env.filters["date"] = _date
+    return Jinja2Templates(env=env)
+
+
+def render(request: Request, name: str, status: int = 200, **values: Any) -> Response:
+    c = ctx(request)
+    sid = session_id(request)
+    base = {
+        "csrf": c.guard.csrf_token(sid) if sid else "",
+        "max_chars": c.settings.rulesage_max_question_chars,
+        "path": request.url.path,
+    }
+    response = c.templates.TemplateResponse(request, name, {**base, **values}, status_code=status)
+    return response
+
+
+class AskError(Exception):
+    """An ask the gateway refuses, with the status and the plain message the player sees."""
+
+    def __init__(self, status: int, message: str, retry_after: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.retry_after = retry_after
+
+
+async def check_ask(c: Ctx, client: str, game: str, question: str) -> tuple[dict[str, Any], str]:
+    """Rate limit, then the question's length and the game; returns (game, trimmed question)."""
+    verdict = c.ask_limiter.hit(client)
+    if not verdict.allowed:
+        raise AskError(
+            429,
+            f"Too many questions from you just now ({c.ask_limiter.spec}). "
+            f"Please try again in {verdict.retry_after_s} seconds.",
+            verdict.retry_after_s,
+        )
+    question = (question or "").strip()
+    limit = c.settings.rulesage_max_question_chars
+    if not question:
+        raise AskError(400, "Please type a question.")
+    if len(question) > limit:
+        raise AskError(
+            400, f"Your question is {len(question)} characters long; the limit is {limit}. Please shorten it."
+        )
+    async with c.pool.connection() as conn:
+        found = await shelf.game(conn, game)
+    if found is None:
+        raise AskError(404, "There is no such game on the shelf.")
+    try:
+        road()
+    except AskUnavailable as exc:
+        raise AskError(503, str(exc)) from None
+    return found, question
+
+
+def as_ask_error(exc: BaseException) -> AskError | None:
+    """The road's BadQuestion as a 400 with its own message; None for anything else."""
+    bad = bad_question_type()
+    if bad is not None and isinstance(exc, bad):
+        return AskError(400, str(exc) or "That question cannot be asked.")
+    return None
+
+
+async def ask(c: Ctx, game: str, question: str) -> dict[str, Any]:
+    """The whole road (search + answer + store), then the doorman in the background."""
+    try:
+        ruling: dict[str, Any] = await road().ask(game, question)
+    except Exception as exc:
+        mapped = as_ask_error(exc)
+        if mapped:
+            raise mapped from None
+        raise
+    c.screening.schedule(str(ruling["id"]), str(ruling.get("question", question)))
+    return ruling

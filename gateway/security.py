@@ -1,0 +1,96 @@
+"""Sessions, CSRF tokens, the admin token and per-client rate limits.
+
+- Every browser gets an opaque random session id in an HttpOnly cookie. A form's CSRF token is
+  HMAC(secret, "csrf:" + session id): a page on another site can neither read it nor forge it.
+- The review queue opens only when RULESAGE_ADMIN_TOKEN is set. The JSON API takes it as a Bearer header;
+  the pages exchange it once (login form) for a cookie bound to the session: HMAC(token, "admin:" + sid).
+  Every comparison is hmac.compare_digest.
+- Asks are rate limited per client with the `limits` library (moving window, in memory).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import time
+from dataclasses import dataclass
+
+import limits
+from limits.storage import MemoryStorage
+from limits.strategies import MovingWindowRateLimiter
+
+SESSION_COOKIE = "rs_session"
+ADMIN_COOKIE = "rs_admin"
+
+
+def new_session_id() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def valid_session_id(value: str | None) -> bool:
+    return bool(value) and 16 <= len(value or "") <= 64 and all(c.isalnum() or c in "-_" for c in value or "")
+
+
+class Guard:
+    def __init__(self, secret: str, admin_token: str) -> None:
+        self._secret = secret.encode() if secret else secrets.token_bytes(32)
+        self._admin = admin_token.encode()
+
+    def csrf_token(self, session_id: str) -> str:
+        return hmac.new(self._secret, b"csrf:" + session_id.encode(), hashlib.sha256).hexdigest()
+
+    def csrf_ok(self, session_id: str, token: str | None) -> bool:
+        if not session_id or not token:
+            return False
+        return hmac.compare_digest(self.csrf_token(session_id).encode(), token.encode())
+
+    @property
+    def admin_open(self) -> bool:
+        """False when no admin token is configured: the queue is then closed to everyone."""
+        return bool(self._admin)
+
+    def token_ok(self, presented: str | None) -> bool:
+        if not self._admin or not presented:
+            return False
+        return hmac.compare_digest(presented.encode(), self._admin)
+
+    def bearer_ok(self, authorization: str | None) -> bool:
+        scheme, _, token = (authorization or "").partition(" ")
+        return scheme.lower() == "bearer" and self.token_ok(token.strip())
+
+    def admin_cookie(self, session_id: str) -> str:
+        return hmac.new(self._admin, b"admin:" + session_id.encode(), hashlib.sha256).hexdigest()
+
+    def admin_cookie_ok(self, session_id: str, value: str | None) -> bool:
+        if not self._admin or not session_id or not value:
+            return False
+        return hmac.compare_digest(self.admin_cookie(session_id).encode(), value.encode())
+
+    def client_key(self, session_id: str) -> str:
+        """A stable, non-reversible rater id for a session (ratings store no raw cookie)."""
+        return hmac.new(self._secret, b"rater:" + session_id.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class Limit:
+    allowed: bool
+    retry_after_s: int
+
+
+class RateLimiter:
+    """Per-client moving-window limits (e.g. "6/minute"); every listed window must have room."""
+
+    def __init__(self, spec: str) -> None:
+        self.items = limits.parse_many(spec)
+        self.spec = spec
+        self._limiter = MovingWindowRateLimiter(MemoryStorage())
+
+    def hit(self, client: str) -> Limit:
+        for item in self.items:
+            if not self._limiter.test(item, client):
+                stats = self._limiter.get_window_stats(item, client)
+                return Limit(False, max(1, int(stats.reset_time - time.time()) + 1))
+        for item in self.items:
+            self._limiter.hit(item, client)
+        return Limit(True, 0)

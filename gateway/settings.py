@@ -1,0 +1,53 @@
+"""Gateway settings, read once at start (a bad value is a ConfigError naming the variable)."""
+
+from __future__ import annotations
+
+import limits
+
+from rulesage.config import CommonSettings, ConfigError, load
+
+
+class GatewaySettings(CommonSettings):
+    rulesage_host: str = "127.0.0.1"
+    rulesage_port: int = 8080
+    # The review queue's token. Unset: the queue is closed (never open).
+    rulesage_admin_token: str = ""
+    # Key for CSRF tokens and the admin cookie. Unset: a random key per process (set it with >1 replica).
+    rulesage_session_secret: str = ""
+    # Trace viewer link for the wrench; "{trace_id}" is replaced, else the id is appended.
+    rulesage_trace_url: str = ""
+    # Asks per client, in `limits` notation ("6/minute", "100/hour;6/minute").
+    rulesage_ask_rate: str = "6/minute"
+    # Wrong admin-token attempts per client.
+    rulesage_login_rate: str = "10/hour"
+    rulesage_doorman_timeout_s: float = 20.0
+    # Seconds between sweeps that re-screen rulings left pending; 0 disables the sweeper.
+    rulesage_sweep_interval_s: float = 30.0
+    # A pending ruling younger than this is left to its own background screening.
+    rulesage_sweep_grace_s: float = 30.0
+    rulesage_wall_page_size: int = 20
+    # Mark cookies Secure (behind HTTPS).
+    rulesage_secure_cookies: bool = False
+    # Trust X-Forwarded-For from these proxies for the rate-limit key (uvicorn's forwarded_allow_ips).
+    rulesage_forwarded_allow_ips: str = "127.0.0.1"
+
+
+def load_settings() -> GatewaySettings:
+    settings = load(GatewaySettings)
+    check(settings)
+    return settings
+
+
+def check(settings: GatewaySettings) -> None:
+    for var, value in (
+        ("RULESAGE_ASK_RATE", settings.rulesage_ask_rate),
+        ("RULESAGE_LOGIN_RATE", settings.rulesage_login_rate),
+    ):
+        try:
+            limits.parse_many(value)
+        except ValueError as exc:
+            raise ConfigError(f"bad configuration: {var}={value!r}: {exc}") from None
+    if settings.rulesage_wall_page_size < 1:
+        raise ConfigError("bad configuration: RULESAGE_WALL_PAGE_SIZE must be at least 1")
+    if not 0 < settings.rulesage_max_question_chars <= 10_000:
+        raise ConfigError("bad configuration: RULESAGE_MAX_QUESTION_CHARS must be in 1..10000")
