@@ -236,9 +236,11 @@ def test_gateway_has_http_probes_service_and_ingress(rendered: Rendered) -> None
     assert c["args"] == ["serve", "gateway"]
     assert env_value(c, "RULESAGE_PORT") == str(GATEWAY_PORT)
     assert {"name": "http", "containerPort": GATEWAY_PORT} in c["ports"]
-    for probe in ("readinessProbe", "livenessProbe"):
+    for probe in ("startupProbe", "readinessProbe"):
         assert set(c[probe]) & {"grpc", "httpGet", "tcpSocket", "exec"} == {"httpGet"}
         assert c[probe]["httpGet"] == {"path": "/healthz", "port": "http"}
+    # /healthz is 503 while the database is down: liveness must not depend on it.
+    assert c["livenessProbe"]["tcpSocket"] == {"port": "http"}
     assert of_kind(objs, "Service")["gateway"]["spec"]["ports"][0]["port"] == GATEWAY_PORT
     ingresses = list(of_kind(objs, "Ingress").values())
     assert len(ingresses) == 1, "only the gateway is exposed"
