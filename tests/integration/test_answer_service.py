@@ -1,0 +1,375 @@
+"""The answer service over real passages: Magic's Comprehensive Rules (read from ../shared) stored in a
+throwaway Postgres database, the servicer on a free port (extractive backend), and the process entry."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+import secrets
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import psycopg
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from rulesage import runner
+from rulesage.db import database_url, migrate
+from rulesage.v1 import answer_pb2, answer_pb2_grpc, common_pb2
+from services.answer.context import PgLibrary
+from services.answer.server import AnswerService
+from services.answer.settings import AnswerSettings
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+CR = Path("/work/shared/corpus/mtg/MagicCompRules_20220429.txt")
+RULES = ("510.1", "702.19", "702.20")
+DOC_KEY = "answer-test-cr"
+VERSION = "2022-04-29"
+
+
+@dataclass
+class Rule:
+    rule_id: str
+    text: str
+    leaves: list[tuple[str, str]]
+
+
+def read_rules(wanted: tuple[str, ...] = RULES) -> list[Rule]:
+    """Rules and their lettered sub-rules (with their Example: paragraphs), verbatim from the CR file."""
+    if not CR.exists():
+        pytest.skip(f"{CR} is not here (the shared corpus)")
+    rules: dict[str, Rule] = {}
+    current: Rule | None = None
+    for raw in CR.read_text(encoding="utf-8-sig").splitlines():
+        line = raw.strip()
+        head = re.match(r"(\d{3}\.\d+)\. (.+)", line)
+        leaf = re.match(r"(\d{3}\.\d+)([a-z]) (.+)", line)
+        if head:
+            current = Rule(head.group(1), line, []) if head.group(1) in wanted else None
+            if current:
+                rules[current.rule_id] = current
+        elif leaf and current and leaf.group(1) == current.rule_id:
+            current.leaves.append((leaf.group(1) + leaf.group(2), line))
+        elif line.startswith("Example:") and current and current.leaves:
+            rid, text = current.leaves[-1]
+            current.leaves[-1] = (rid, text + "\n" + line)
+    return [rules[r] for r in wanted]
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    base = database_url()
+    name = "answer_test_" + secrets.token_hex(5)
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    try:
+        url = psycopg.conninfo.make_conninfo(base, dbname=name)
+        migrate(url)
+        yield url
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def _insert_passage(
+    conn: psycopg.Connection, doc: int, fam: int, section: int, ord_: int, **kw: object
+) -> int:
+    text = str(kw["text"])
+    row = conn.execute(
+        "INSERT INTO passages (document_id, family_id, section_id, ord, kind, heading_path, text,"
+        " content_hash, page_start, page_end, rule_id, parent_rule, searchable, tsv, doc_len, retired_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, NULL, NULL, %s, %s, %s, to_tsvector('english', %s), %s, %s)"
+        " RETURNING id",
+        (
+            doc,
+            fam,
+            section,
+            ord_,
+            kw["kind"],
+            list(kw["heading"]),  # type: ignore[call-overload]
+            text,
+            hashlib.sha256(text.encode()).hexdigest(),
+            kw["rule_id"],
+            kw.get("parent"),
+            kw["kind"] == "rule",
+            text,
+            len(text.split()),
+            kw.get("retired_at"),
+        ),
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@pytest.fixture(scope="module")
+def shelf(url: str) -> dict[str, int]:
+    """The rules stored as the ingest stores a numbered rulebook: a section per rule, a rule row (search
+    unit) and a leaf row per lettered sub-rule (citation unit). Returns rule id -> passage id."""
+    ids: dict[str, int] = {}
+    with psycopg.connect(url, autocommit=True) as conn:
+        fam = conn.execute("INSERT INTO families (slug) VALUES ('mtg') RETURNING id").fetchone()[0]  # type: ignore[index]
+        game = conn.execute(
+            "INSERT INTO games (slug, name, family_id)"
+            " VALUES ('mtg', 'Magic: The Gathering', %s) RETURNING id",
+            (fam,),
+        ).fetchone()[0]  # type: ignore[index]
+        doc = conn.execute(
+            "INSERT INTO documents (key, version, title, kind, game_id, family_id, path, sha256)"
+            " VALUES (%s, %s, 'Magic: The Gathering Comprehensive Rules', 'rulebook', %s, %s, %s, 'x')"
+            " RETURNING id",
+            (DOC_KEY, VERSION, game, fam, str(CR)),
+        ).fetchone()[0]  # type: ignore[index]
+        ord_ = 0
+        for i, rule in enumerate(read_rules()):
+            body = "\n\n".join([rule.text, *(t for _, t in rule.leaves)])
+            heading = [rule.text if len(rule.text) < 60 else rule.rule_id]
+            section = conn.execute(
+                "INSERT INTO sections (document_id, ord, heading_path, text)"
+                " VALUES (%s, %s, %s, %s) RETURNING id",
+                (doc, i, heading, body),
+            ).fetchone()[0]  # type: ignore[index]
+            ids[rule.rule_id] = _insert_passage(
+                conn, doc, fam, section, ord_, text=body, kind="rule", heading=heading, rule_id=rule.rule_id
+            )
+            for rid, text in rule.leaves:
+                ord_ += 1
+                ids[rid] = _insert_passage(
+                    conn,
+                    doc,
+                    fam,
+                    section,
+                    ord_,
+                    text=text,
+                    kind="leaf",
+                    heading=heading,
+                    rule_id=rid,
+                    parent=rule.rule_id,
+                )
+        # a retired copy of 702.19b (an older release's wording) must never be looked up
+        ids["retired"] = _insert_passage(
+            conn,
+            doc,
+            fam,
+            None,
+            999,
+            text="702.19b Old wording.",
+            kind="leaf",
+            heading=[],
+            rule_id="702.19b",
+            parent="702.19",
+            retired_at="2020-01-01",
+        )
+    return ids
+
+
+def passages(url: str, pids: list[int]) -> list[common_pb2.Passage]:
+    """The passages as the road carries them (what rerank hands to answer)."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT p.id, p.text, d.key, d.title, d.kind, d.version, p.heading_path, p.rule_id, p.section_id"
+            " FROM passages p JOIN documents d ON d.id = p.document_id WHERE p.id = ANY(%s)",
+            (pids,),
+        ).fetchall()
+    by_id = {
+        r[0]: common_pb2.Passage(
+            id=r[0],
+            text=r[1],
+            doc_key=r[2],
+            doc_title=r[3],
+            doc_kind=r[4],
+            doc_version=r[5],
+            heading_path=r[6],
+            rule_id=r[7],
+            section_id=r[8],
+            game="mtg",
+        )
+        for r in rows
+    }
+    return [by_id[p] for p in pids]
+
+
+# -- the library -------------------------------------------------------------------------------------------
+async def _library(url: str, work):  # type: ignore[no-untyped-def]
+    from rulesage.db import async_pool
+
+    pool = async_pool(url, min_size=1, max_size=2)
+    await pool.open(wait=True)
+    try:
+        return await work(PgLibrary(pool))
+    finally:
+        await pool.close()
+
+
+def test_the_library_reads_sections_and_looks_up_live_rules_by_number(
+    url: str, shelf: dict[str, int]
+) -> None:
+    async def work(lib: PgLibrary) -> None:
+        exact = await lib.lookup_rules([DOC_KEY], ["510.1c"])
+        assert [p.rule_id for p in exact] == ["510.1c"]
+        assert exact[0].doc_version == VERSION and exact[0].id == shelf["510.1c"]
+        by_rule = await lib.lookup_rules([DOC_KEY], ["702.19"])
+        assert by_rule[0].rule_id == "702.19"  # the asked-for rule first, then its sub-rules
+        assert {p.rule_id for p in by_rule} >= {"702.19", "702.19a", "702.19b", "702.19g"}
+        assert shelf["retired"] not in {p.id for p in by_rule}
+        by_section = await lib.lookup_rules([DOC_KEY], ["702"])
+        assert {p.rule_id for p in by_section} == {"702.19", "702.20"}  # a section expands to its rules
+        assert await lib.lookup_rules(["some-other-book"], ["510.1c"]) == []
+        sections = await lib.sections([exact[0].section_id])
+        assert "510.1c" in sections[exact[0].section_id]
+
+    asyncio.run(_library(url, work))
+
+
+# -- the service -------------------------------------------------------------------------------------------
+async def _ask(
+    service: AnswerService, requests: list[answer_pb2.AnswerRequest]
+) -> list[answer_pb2.AnswerResult]:
+    running = await runner.start(service, port=0)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            health = await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service="rulesage.v1.Answerer"), timeout=5
+            )
+            assert health.status == health_pb2.HealthCheckResponse.SERVING
+            stub = answer_pb2_grpc.AnswererStub(channel)
+            return [await stub.Answer(r, timeout=60) for r in requests]
+    finally:
+        await running.shutdown(1.0)
+
+
+@pytest.fixture(scope="module")
+def extractive(url: str) -> AnswerSettings:
+    return AnswerSettings(database_url=url, rulesage_answer_backend="extractive")
+
+
+def test_extractive_over_grpc_quotes_the_book_byte_exact_and_abstains_when_silent(
+    url: str, shelf: dict[str, int], extractive: AnswerSettings
+) -> None:
+    kept = passages(url, [shelf[r] for r in ("702.19b", "702.20a", "510.1a", "702.19c", "510.1c", "702.19g")])
+    answered, silent = asyncio.run(
+        _ask(
+            AnswerService(extractive),
+            [
+                answer_pb2.AnswerRequest(
+                    question="my trample creature is blocked: where does the damage beyond lethal go?",
+                    game="mtg",
+                    passages=kept,
+                ),
+                answer_pb2.AnswerRequest(
+                    question="how many cards does each player draw for their opening hand?",
+                    game="mtg",
+                    passages=kept,
+                ),
+            ],
+        )
+    )
+    assert answered.verdict == answer_pb2.ANSWERED, answered
+    assert answered.model.startswith("extractive:")
+    assert answered.attempts == 1 and not answered.rejections
+    texts = {p.id: p.text for p in kept}
+    for c in answered.citations:
+        assert texts[c.passage_id][c.start : c.end] == c.quote
+        assert (c.doc_key, c.doc_version) == (DOC_KEY, VERSION)
+        assert c.rule_id == next(p.rule_id for p in kept if p.id == c.passage_id)
+    assert any(c.rule_id == "702.19b" for c in answered.citations)
+    assert 0.0 < answered.confidence <= 1.0
+    assert {t.stage for t in answered.timings} >= {"answer.context", "answer.run", "answer.generate"}
+
+    assert silent.verdict == answer_pb2.NOT_IN_BOOK, silent
+    assert not silent.citations
+    assert silent.confidence < answered.confidence
+
+
+def test_no_passages_is_not_in_the_book_and_an_empty_question_is_refused(extractive: AnswerSettings) -> None:
+    (nothing,) = asyncio.run(
+        _ask(AnswerService(extractive), [answer_pb2.AnswerRequest(question="can I castle?", game="mtg")])
+    )
+    assert nothing.verdict == answer_pb2.NOT_IN_BOOK and nothing.attempts == 0
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        asyncio.run(_ask(AnswerService(extractive), [answer_pb2.AnswerRequest(question="  ", game="mtg")]))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_an_unreachable_answering_model_is_unavailable_and_invents_nothing(
+    url: str, shelf: dict[str, int]
+) -> None:
+    settings = AnswerSettings(
+        database_url=url,
+        rulesage_answer_backend="openai",
+        rulesage_openai_base_url="http://127.0.0.1:9/v1",  # discard port: nothing listens
+        rulesage_openai_model="nobody",
+        rulesage_answer_timeout_s=5,
+    )
+    (result,) = asyncio.run(
+        _ask(
+            AnswerService(settings),
+            [
+                answer_pb2.AnswerRequest(
+                    question="what is trample?", game="mtg", passages=passages(url, [shelf["702.19a"]])
+                )
+            ],
+        )
+    )
+    assert result.verdict == answer_pb2.UNAVAILABLE
+    assert "unavailable" in result.answer.lower()
+    assert not result.citations
+    assert result.model == "openai:nobody"
+
+
+def test_python_dash_m_serves_answers_and_stops(url: str, shelf: dict[str, int], tmp_path: Path) -> None:
+    port_file = tmp_path / "port"
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "RULESAGE_PORT": "0",
+        "RULESAGE_PORT_FILE": str(port_file),
+        "PYTHONPATH": str(ROOT),
+    }
+    env.pop("RULESAGE_ANSWER_BACKEND", None)
+    proc = subprocess.Popen([sys.executable, "-m", "services.answer"], cwd=ROOT, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not port_file.exists():
+            assert proc.poll() is None, "answer exited early"
+            assert time.monotonic() < deadline, "answer did not start"
+            time.sleep(0.2)
+        port = int(port_file.read_text())
+
+        async def call() -> answer_pb2.AnswerResult:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                request = answer_pb2.AnswerRequest(
+                    question="does vigilance stop my creature from tapping when it attacks?",
+                    game="mtg",
+                    passages=passages(url, [shelf["702.20a"], shelf["702.20b"], shelf["510.1a"]]),
+                )
+                return await answer_pb2_grpc.AnswererStub(channel).Answer(request, timeout=60)
+
+        result = asyncio.run(call())
+        assert result.verdict == answer_pb2.ANSWERED
+        assert result.citations[0].rule_id.startswith("702.20")
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
+
+
+def test_a_llama_backend_without_a_model_file_is_a_startup_error() -> None:
+    env = {**os.environ, "RULESAGE_ANSWER_BACKEND": "llama-cpp", "PYTHONPATH": str(ROOT)}
+    env.pop("RULESAGE_LLAMA_MODEL_PATH", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "services.answer"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "RULESAGE_LLAMA_MODEL_PATH" in out.stderr
