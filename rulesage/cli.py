@@ -79,6 +79,10 @@ def cmd_ask(ns: argparse.Namespace) -> int:
         print("RuleSage is not running: start it with `rulesage up --detach`", file=sys.stderr)
         return 2
 
+    from rulesage import telemetry
+
+    telemetry.setup("cli")
+
     async def run() -> dict[str, Any]:
         road = Road()
         try:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rulesage import db, launcher, runner
+from rulesage import db, launcher, runner, telemetry
 from rulesage.road import Road, SearchOutcome, passage_dict
 from rulesage.text import supports
 from rulesage.v1 import arm_pb2, arm_pb2_grpc
@@ -178,6 +178,7 @@ class Arms:
 
 # -- the gold run ----------------------------------------------------------------------------------
 async def _gold(url: str, gold: list[dict[str, Any]], answer: bool) -> dict[str, Any]:
+    telemetry.setup("eval")
     road = Road(url)
     arms = Arms(url)
     rows: list[dict[str, Any]] = []

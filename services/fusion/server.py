@@ -56,7 +56,7 @@ async def _timed(arm: str, call: Any) -> ArmOutcome:
     t0 = time.perf_counter()
     try:
         result = await call
-        return ArmOutcome(arm, "ok", result.note, result, (time.perf_counter() - t0) * 1000)
+        return ArmOutcome(arm, "ok", getattr(result, "note", ""), result, (time.perf_counter() - t0) * 1000)
     except Exception as exc:
         state, detail = _describe(exc)
         ARM_FAILURES.labels(arm, state).inc()

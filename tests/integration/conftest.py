@@ -1,0 +1,133 @@
+"""Integration fixtures: a real Postgres (the embedded server; a throwaway database per session) holding a
+small real shelf, and real gRPC services started in-process on free localhost ports."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from rulesage import runner
+from rulesage.db import database_url, migrate
+
+ROOT = Path(__file__).resolve().parents[2]
+MINI_SHELF = ROOT / "tests" / "fixtures" / "mini-shelf.toml"
+
+
+@contextmanager
+def fresh_database(prefix: str = "rs_test_") -> Iterator[str]:
+    """CREATE a database with a random name on the embedded server, migrate it, DROP it afterwards."""
+    base = database_url()
+    name = prefix + secrets.token_hex(5)
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = psycopg.conninfo.make_conninfo(base, dbname=name)
+    try:
+        migrate(url)
+        yield url
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="session")
+def shelf_url() -> Iterator[str]:
+    """A database with the mini shelf ingested (real extraction, chunking and embedding)."""
+    from rulesage.ingest.pipeline import ingest_shelf
+
+    with fresh_database("rs_shelf_") as url:
+        summary = ingest_shelf(url, MINI_SHELF, progress=False)
+        assert not summary.failed, summary.failed
+        yield url
+
+
+class LoopThread:
+    """An asyncio loop on its own thread, hosting in-process gRPC servers for synchronous tests."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Any, timeout: float = 120) -> Any:
+        fut: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return fut.result(timeout)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+@contextmanager
+def env(**values: str) -> Iterator[None]:
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+class Mesh:
+    """Services started in-process; ``addr[name]`` is where each listens."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.lt = LoopThread()
+        self.running: dict[str, runner.Running] = {}
+        self.addr: dict[str, str] = {}
+
+    def start(self, name: str, factory: Callable[[], Any], **overrides: str) -> str:
+        async def go() -> runner.Running:
+            return await runner.start(factory(), "127.0.0.1", 0)
+
+        with env(DATABASE_URL=self.url, **{**self.env(), **overrides}):
+            running = self.lt.run(go())
+        self.running[name] = running
+        self.addr[name] = f"127.0.0.1:{running.port}"
+        return self.addr[name]
+
+    def stop(self, name: str) -> None:
+        running = self.running.pop(name)
+        self.addr.pop(name, None)
+        self.lt.run(running.shutdown(0.5))
+
+    def env(self) -> dict[str, str]:
+        return {f"RULESAGE_{n.upper()}_ADDR": a for n, a in self.addr.items()}
+
+    def close(self) -> None:
+        for name in list(self.running):
+            self.stop(name)
+        self.lt.close()
+
+
+@pytest.fixture(scope="session")
+def search_mesh(shelf_url: str) -> Iterator[Mesh]:
+    """lexical, dense, aisle and fusion over the mini shelf."""
+    from services.aisle.server import AisleService
+    from services.dense.server import DenseService
+    from services.fusion.server import FusionService
+    from services.lexical.server import LexicalService
+
+    mesh = Mesh(shelf_url)
+    try:
+        mesh.start("lexical", LexicalService)
+        mesh.start("dense", DenseService)
+        mesh.start("aisle", AisleService)
+        mesh.start("fusion", FusionService)
+        yield mesh
+    finally:
+        mesh.close()
