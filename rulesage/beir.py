@@ -186,7 +186,7 @@ def load_corpus(url: str, folder: Path, embedder: Any = None) -> LoadedCorpus:
         licence=LICENCE,
     )
     loaded = False
-    with db.connect(url) as conn:
+    with db.connect(url, autocommit=True) as conn:  # explicit transactions: the write, then each batch
         stored = store.stored_document(conn, DOC_KEY)
         with conn.transaction():
             family_id = store.upsert_family(conn, FAMILY)

@@ -90,6 +90,13 @@ def test_load_stores_what_the_real_ingest_stores(url: str, folder: Path, loaded:
     again = beir.load_corpus(url, folder)
     assert (again.loaded, again.embedded, again.document_id) == (False, 0, loaded.document_id)
     assert again.doc_ids == loaded.doc_ids
+    # an interrupted load (vectors missing) resumes: only the missing vectors are drawn
+    with connect(url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE passages SET embedding = NULL WHERE document_id = %s AND ord < 5", (loaded.document_id,)
+        )
+    resumed = beir.load_corpus(url, folder)
+    assert (resumed.loaded, resumed.embedded) == (False, 5)
 
 
 async def _with_arms(url: str, monkeypatch: pytest.MonkeyPatch, work):  # type: ignore[no-untyped-def]
