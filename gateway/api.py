@@ -90,7 +90,7 @@ async def api_ask_stream(
 
 
 async def _stream(c: Ctx, game: str, question: str) -> AsyncIterator[bytes]:
-    road = asking.road()
+    road = c.road.get()
     yield _event("searching", {"game": game})
     try:
         outcome = await road.search(game, question)
@@ -141,7 +141,9 @@ async def get_ruling(request: Request, rid: str) -> dict[str, Any]:
 async def rate(request: Request, rid: str, body: RatingBody) -> dict[str, Any]:
 
     c = ctx(request)
-    rater = c.guard.client_key(session_id(request) or "ip:" + client_address(request))
+    # A browser rates as its session; a client without a session cookie rates as its address.
+    fresh = getattr(request.state, "fresh_session", True)
+    rater = c.guard.client_key("ip:" + client_address(request) if fresh else session_id(request))
     async with c.pool.connection() as conn:
         result = await rulings.rate(conn, rid, body.score, rater)
     if result is None:

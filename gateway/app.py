@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from gateway import api, pages
+from gateway.asking import RoadHandle
 from gateway.context import HERE, Ctx, ctx, make_templates, render
 from gateway.screening import Screening
 from gateway.security import SESSION_COOKIE, Guard, RateLimiter, new_session_id, valid_session_id
@@ -60,6 +61,8 @@ def create_app(
         sweep_grace_s=settings.rulesage_sweep_grace_s,
     )
 
+    road = RoadHandle(url)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await pool.open(wait=False)
@@ -68,6 +71,7 @@ def create_app(
             yield
         finally:
             await screening.stop()
+            await road.close()
             await pool.close()
 
     app = FastAPI(
@@ -87,6 +91,7 @@ def create_app(
         pool=pool,
         screening=screening,
         templates=make_templates(),
+        road=road,
     )
 
     @app.middleware("http")
@@ -96,6 +101,7 @@ def create_app(
         sid = request.cookies.get(SESSION_COOKIE)
         fresh = not valid_session_id(sid)
         request.state.session_id = new_session_id() if fresh else sid
+        request.state.fresh_session = fresh
         response = await call_next(request)
         if fresh:
             response.set_cookie(

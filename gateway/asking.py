@@ -16,7 +16,7 @@ class AskUnavailable(RuntimeError):
     """The ask road is not installed in this build."""
 
 
-def road() -> ModuleType:
+def road_module() -> ModuleType:
     try:
         return importlib.import_module("rulesage.road")
     except ModuleNotFoundError as exc:
@@ -27,9 +27,28 @@ def road() -> ModuleType:
 
 def bad_question_type() -> type[BaseException] | None:
     try:
-        return getattr(road(), "BadQuestion", None)
+        return getattr(road_module(), "BadQuestion", None)
     except AskUnavailable:
         return None
+
+
+class RoadHandle:
+    """The gateway's own Road (rulesage.road.Road) on the gateway's database, made on first use inside the
+    serving event loop (its pool and channels belong to that loop) and closed with the app."""
+
+    def __init__(self, database_url: str) -> None:
+        self.database_url = database_url
+        self._road: Any = None
+
+    def get(self) -> Any:
+        if self._road is None:
+            self._road = road_module().Road(self.database_url)
+        return self._road
+
+    async def close(self) -> None:
+        if self._road is not None:
+            await self._road.close()
+            self._road = None
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:

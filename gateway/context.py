@@ -15,7 +15,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.responses import Response
 
 from gateway import shelf, wrench
-from gateway.asking import AskUnavailable, bad_question_type, road
+from gateway.asking import AskUnavailable, RoadHandle, bad_question_type, road_module
 from gateway.screening import Screening
 from gateway.security import Guard, RateLimiter
 from gateway.settings import GatewaySettings
@@ -33,6 +33,7 @@ class Ctx:
     pool: Any
     screening: Screening
     templates: Jinja2Templates
+    road: RoadHandle
 
 
 def ctx(request: Request) -> Ctx:
@@ -118,7 +119,7 @@ async def check_ask(c: Ctx, client: str, game: str, question: str) -> tuple[dict
     if found is None:
         raise AskError(404, "There is no such game on the shelf.")
     try:
-        road()
+        road_module()
     except AskUnavailable as exc:
         raise AskError(503, str(exc)) from None
     return found, question
@@ -135,7 +136,7 @@ def as_ask_error(exc: BaseException) -> AskError | None:
 async def ask(c: Ctx, game: str, question: str) -> dict[str, Any]:
     """The whole road (search + answer + store), then the doorman in the background."""
     try:
-        ruling: dict[str, Any] = await road().ask(game, question)
+        ruling: dict[str, Any] = await c.road.get().ask(game, question)
     except Exception as exc:
         mapped = as_ask_error(exc)
         if mapped:

@@ -86,11 +86,17 @@ class RateLimiter:
         self.spec = spec
         self._limiter = MovingWindowRateLimiter(MemoryStorage())
 
-    def hit(self, client: str) -> Limit:
+    def peek(self, client: str) -> Limit:
+        """Whether ``client`` has room left, without spending any."""
         for item in self.items:
             if not self._limiter.test(item, client):
                 stats = self._limiter.get_window_stats(item, client)
                 return Limit(False, max(1, int(stats.reset_time - time.time()) + 1))
-        for item in self.items:
-            self._limiter.hit(item, client)
         return Limit(True, 0)
+
+    def hit(self, client: str) -> Limit:
+        verdict = self.peek(client)
+        if verdict.allowed:
+            for item in self.items:
+                self._limiter.hit(item, client)
+        return verdict
