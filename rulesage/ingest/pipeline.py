@@ -161,7 +161,7 @@ class _Run:
             return
         with self.conn.transaction():
             self._space_id = store.activate_space(self.conn, identity)
-            n = self._embed(store.passages_to_embed(self.conn, self._space_id), "re-embed (model changed)")
+            n = self._embed(store.passages_to_embed(self.conn, self._space_id))
         self.summary.embedded += n
         self.summary.reembedded_space += n
 
@@ -216,9 +216,13 @@ class _Run:
     def _write(self, entry: DocumentEntry, parsed: ParsedDocument, sha: str) -> None:
         family_id = self.family_ids[entry.family]
         game_id = self.game_ids.get(entry.game) if entry.game else None
-        result = store.write_document(self.conn, entry, parsed, sha, family_id, game_id)
-        todo = store.passages_to_embed(self.conn, self.space_id, result.document_id)
-        n = self._embed(todo, entry.label)
+        result = store.write_document(
+            self.conn, entry, parsed, sha, family_id, game_id, self.embedder.embed_passages, self.space_id
+        )
+        # kept passages that became searchable without a vector of the active space
+        n = result.embedded + self._embed(
+            store.passages_to_embed(self.conn, self.space_id, result.document_id)
+        )
         superseded = 0
         if entry.amends:
             superseded += relink_amended(self.conn, entry.amends).superseded
@@ -238,7 +242,7 @@ class _Run:
         s.superseded += superseded
         s.aliases += aliases
 
-    def _embed(self, rows: list[tuple], label: str) -> int:
+    def _embed(self, rows: list[tuple]) -> int:
         if not rows:
             return 0
         emb = self.embedder

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,6 +101,7 @@ class WriteResult:
     added: int
     retired: int
     heading_changed: int  # kept passages whose heading changed (tsv recomputed)
+    embedded: int = 0  # vectors drawn for new passages
 
 
 @dataclass(frozen=True)
@@ -148,8 +149,13 @@ def write_document(
     sha256: str,
     family_id: int,
     game_id: int | None,
+    embed: Callable[[list[str]], np.ndarray] | None = None,
+    space_id: int | None = None,
 ) -> WriteResult:
-    """Store (or replace the release of) one document. Caller holds the transaction."""
+    """Store (or replace the release of) one document. Caller holds the transaction.
+
+    ``embed`` draws the vectors of new searchable passages before they are inserted (one write per row: a
+    later UPDATE would index every row twice); ``space_id`` is the active embedding space."""
     stored = stored_document(conn, entry.key)
     meta = (
         entry.version,
@@ -205,15 +211,20 @@ def write_document(
             drafts.append(p)
             draft_section.append(section_ids[s_ord])
     kept, retired = match_release(old, drafts)
+    to_embed = [i for i, p in enumerate(drafts) if kept[i] is None and p.searchable] if embed else []
+    vectors: dict[int, str] = {}
+    if to_embed and embed is not None:
+        drawn = embed([embed_text(drafts[i].heading_path, drafts[i].text) for i in to_embed])
+        vectors = {i: vector_literal(v) for i, v in zip(to_embed, drawn, strict=True)}
 
     conn.execute(
         "CREATE TEMP TABLE stage_passages (ord int, section_id bigint, kind text, heading_path text[],"
         " text text, content_hash text, page_start int, page_end int, rule_id text, parent_rule text,"
-        " searchable bool, keep_id bigint) ON COMMIT DROP"
+        " searchable bool, keep_id bigint, embedding vector) ON COMMIT DROP"
     )
     with conn.cursor().copy(
         "COPY stage_passages (ord, section_id, kind, heading_path, text, content_hash, page_start, page_end,"
-        " rule_id, parent_rule, searchable, keep_id) FROM STDIN"
+        " rule_id, parent_rule, searchable, keep_id, embedding) FROM STDIN"
     ) as cp:
         for i, p in enumerate(drafts):
             cp.write_row(
@@ -230,6 +241,7 @@ def write_document(
                     p.parent_rule,
                     p.searchable,
                     kept[i],
+                    vectors.get(i),
                 )
             )
     heading_changed = 0
@@ -239,7 +251,10 @@ def write_document(
             "UPDATE passages p SET ord = s.ord, section_id = s.section_id, kind = s.kind,"
             " page_start = s.page_start, page_end = s.page_end, parent_rule = s.parent_rule,"
             " searchable = s.searchable, rule_id = s.rule_id, heading_path = s.heading_path"
-            " FROM stage_passages s WHERE p.id = s.keep_id"
+            " FROM stage_passages s WHERE p.id = s.keep_id AND (p.ord, p.section_id, p.kind, p.page_start,"
+            " p.page_end, p.parent_rule, p.searchable, p.rule_id, p.heading_path) IS DISTINCT FROM (s.ord,"
+            " s.section_id, s.kind, s.page_start, s.page_end, s.parent_rule, s.searchable, s.rule_id,"
+            " s.heading_path)"
             " RETURNING p.id, old.heading_path IS DISTINCT FROM new.heading_path"
         ).fetchall()
         moved = [int(r[0]) for r in changed_rows if r[1]]
@@ -266,13 +281,14 @@ def write_document(
             "WITH src AS (SELECT s.*, " + TSV_SQL.format(h="s.heading_path", t="s.text") + " AS tsv"
             " FROM stage_passages s WHERE s.keep_id IS NULL)"
             " INSERT INTO passages (document_id, family_id, section_id, ord, kind, heading_path, text,"
-            " content_hash, page_start, page_end, rule_id, parent_rule, searchable, tsv, doc_len)"
+            " content_hash, page_start, page_end, rule_id, parent_rule, searchable, tsv, doc_len, embedding,"
+            " space_id)"
             " SELECT %s, %s, section_id, ord, kind, heading_path, text, content_hash, page_start, page_end,"
             " rule_id, parent_rule, searchable, tsv, "
             + DOC_LEN_SQL.format(v="src.tsv")
-            + " FROM src ORDER BY ord"
+            + ", embedding, CASE WHEN embedding IS NULL THEN NULL ELSE %s::int END FROM src ORDER BY ord"
             " RETURNING id",
-            (doc_id, family_id),
+            (doc_id, family_id, space_id),
         )
     ]
     _insert_postings(conn, new_ids)
@@ -282,7 +298,9 @@ def write_document(
         " passages_retired) VALUES (%s, %s, %s, %s, %s, %s)",
         (doc_id, entry.version, sha256, n_kept, len(new_ids), len(retired)),
     )
-    return WriteResult(doc_id, stored is not None, n_kept, len(new_ids), len(retired), heading_changed)
+    return WriteResult(
+        doc_id, stored is not None, n_kept, len(new_ids), len(retired), heading_changed, len(vectors)
+    )
 
 
 def _insert_sections(conn: psycopg.Connection, doc_id: int, parsed: ParsedDocument) -> list[int]:
@@ -319,6 +337,11 @@ def _insert_postings(conn: psycopg.Connection, ids: list[int]) -> None:
         " FROM passages p, unnest(p.tsv) u WHERE p.id = ANY(%s)",
         (ids,),
     )
+
+
+def vector_literal(v: np.ndarray) -> str:
+    """pgvector's text form, for COPY."""
+    return "[" + ",".join(f"{x:.7g}" for x in np.asarray(v, dtype=np.float32).tolist()) + "]"
 
 
 # -- vectors ----------------------------------------------------------------------------------------------
