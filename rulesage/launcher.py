@@ -28,7 +28,13 @@ from rulesage import db
 from rulesage.config import ROOT, ConfigError, state_dir
 
 SERVICES = ("lexical", "dense", "aisle", "fusion", "rerank", "answer", "doorman")
-DEMO_SHELF = ROOT / "demo" / "shelf.toml"
+
+
+def demo_shelf() -> Path:
+    """The shelf `up` ingests into an empty database: the bundled demo ($RULESAGE_DEMO_SHELF overrides)."""
+    return Path(os.environ.get("RULESAGE_DEMO_SHELF") or ROOT / "demo" / "shelf.toml")
+
+
 START_TIMEOUT_S = 180.0
 
 
@@ -202,8 +208,9 @@ class Supervisor:
         if games and games[0] == 0:
             from rulesage.ingest.pipeline import ingest_shelf
 
-            print(f"empty database: ingesting the demo shelf {DEMO_SHELF.relative_to(ROOT)} ...", flush=True)
-            summary = ingest_shelf(self.url, DEMO_SHELF, progress=True)
+            shelf = demo_shelf()
+            print(f"empty database: ingesting the demo shelf {shelf} ...", flush=True)
+            summary = ingest_shelf(self.url, shelf, progress=True)
             print(f"demo shelf ingested: {summary.to_dict()}", flush=True)
 
     def start(self) -> None:

@@ -101,6 +101,7 @@ class SearchOutcome:
     started: float = 0.0
     search_ms: float = 0.0
     timings: list[dict[str, Any]] = field(default_factory=list)
+    deadline: float = 0.0  # time.monotonic() by which the search span must end
 
     def passages_json(self) -> list[dict[str, Any]]:
         return [passage_dict(p) for p in self.passages]
@@ -114,7 +115,6 @@ class Road:
         self.catalog = Catalog(self.pool)
         self.channels: dict[str, grpc.aio.Channel] = {}
         self._opened = False
-        self._search_deadline = 0.0
 
     async def open(self) -> None:
         if self._opened:
@@ -133,10 +133,10 @@ class Road:
     async def search(self, game: str, question: str, *, deadline_s: float | None = None) -> SearchOutcome:
         """Fusion + rerank. ``deadline_s`` caps the whole search span (each stage keeps its own cap too)."""
         await self.open()
-        self._search_deadline = time.monotonic() + (deadline_s or 1e9)
         question = clean_question(question, self.settings.rulesage_max_question_chars)
         g = await self.catalog.game(game)
         out = SearchOutcome(g.slug, g.name, question, started=time.perf_counter())
+        out.deadline = time.monotonic() + (deadline_s or 1e9)  # per ask: concurrent searches never share it
         tracer = telemetry.tracer()
         t0 = time.perf_counter()
         with tracer.start_as_current_span("search", attributes={"game": g.slug}) as span:
@@ -150,8 +150,9 @@ class Road:
         out.wrench["trace_id"] = out.trace_id
         return out
 
-    def _left(self, cap: float) -> float:
-        return max(0.05, min(cap, self._search_deadline - time.monotonic()))
+    @staticmethod
+    def _left(out: SearchOutcome, cap: float) -> float:
+        return max(0.05, min(cap, out.deadline - time.monotonic()))
 
     async def _fuse(self, out: SearchOutcome) -> fusion_pb2.FuseResult | None:
         stub = fusion_pb2_grpc.FusionStub(self.channels["fusion"])
@@ -159,7 +160,7 @@ class Road:
         try:
             res: fusion_pb2.FuseResult = await stub.Fuse(
                 fusion_pb2.FuseRequest(question=out.question, game=out.game),
-                timeout=self._left(self.settings.rulesage_fusion_deadline_s),
+                timeout=self._left(out, self.settings.rulesage_fusion_deadline_s),
             )
         except grpc.aio.AioRpcError as exc:
             if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
@@ -203,7 +204,7 @@ class Road:
                 rerank_pb2.RerankRequest(
                     question=out.question, game=out.game, candidates=fused.passages, keep=KEEP
                 ),
-                timeout=self._left(self.settings.rulesage_rerank_deadline_s),
+                timeout=self._left(out, self.settings.rulesage_rerank_deadline_s),
             )
             out.passages = list(res.passages)
             scores = list(res.scores)
