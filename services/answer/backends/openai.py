@@ -2,7 +2,8 @@
 with structured output (``response_format`` ``json_schema``) so the reply is the answer schema, never prose.
 
 Servers that predate ``json_schema`` but take llama-cpp-python's ``{"type": "json_object", "schema": ...}``
-are served by falling back to that form once, when the first form is refused with a 4xx naming it.
+are served by falling back to that form (for good), when the first form is refused with an error naming
+``response_format``.
 """
 
 from __future__ import annotations
@@ -56,9 +57,10 @@ class OpenAIBackend(ChatBackend):
     async def complete(self, prompt: Prompt, schema: dict[str, Any]) -> str:
         resp = await self._post(prompt, schema)
         if (
-            resp.status_code in (400, 422)
+            resp.status_code
+            in (400, 422, 500)  # llama-cpp-python's server answers its validation error with 500
             and self._schema_form == "json_schema"
-            and ("json_schema" in resp.text or "response_format" in resp.text)
+            and "response_format" in resp.text
         ):
             self._schema_form = "json_object"
             resp = await self._post(prompt, schema)
