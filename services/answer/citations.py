@@ -78,7 +78,7 @@ def parse_answer(payload: str | Mapping[str, Any], confidence: float | None = No
         raise MalformedAnswer("not a JSON object")
     verdict_raw = obj.get("verdict")
     try:
-        verdict = Verdict(verdict_raw)
+        verdict = Verdict(str(verdict_raw))
     except ValueError:
         raise MalformedAnswer(f"verdict must be 'answered' or 'not_in_book', not {verdict_raw!r}") from None
     answer = obj.get("answer", "")

@@ -10,6 +10,7 @@ import asyncio
 import logging
 
 import grpc
+from psycopg_pool import AsyncConnectionPool
 
 from rulesage import db
 from rulesage.config import load
@@ -97,7 +98,7 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
         self.settings = settings or load(AnswerSettings)
         self.backend = backend
         self.library = library
-        self._pool = None
+        self._pool: AsyncConnectionPool | None = None
 
     def register(self, server: grpc.aio.Server) -> None:
         answer_pb2_grpc.add_AnswererServicer_to_server(self, server)
@@ -109,9 +110,10 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
             except db.DatabaseError as exc:
                 log.warning("answer: no database (%s): no section context, no rule lookup", exc)
             else:
-                self._pool = db.async_pool(url, min_size=1, max_size=2)
-                await self._pool.open(wait=False)
-                self.library = PgLibrary(self._pool)
+                pool = db.async_pool(url, min_size=1, max_size=2)
+                await pool.open(wait=False)
+                self._pool = pool
+                self.library = PgLibrary(pool)
         if self.backend is None:
             # loading the model happens before the service says SERVING
             self.backend = await asyncio.to_thread(make_backend, self.settings)

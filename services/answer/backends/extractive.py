@@ -174,8 +174,7 @@ def _where(p: PassageView) -> str:
 def choose(ranked: Sequence[Candidate], threshold: float) -> RawAnswer:
     """Quote the best sentence (and one close runner-up), or abstain when the best is below ``threshold``."""
     if not ranked or ranked[0].score < threshold:
-        best = ranked[0].score if ranked else 0.0
-        return RawAnswer((), "", Verdict.NOT_IN_BOOK, confidence=best)
+        return RawAnswer((), "", Verdict.NOT_IN_BOOK, confidence=ranked[0].score if ranked else 0.0)
     best = ranked[0]
     chosen = [best]
     for c in ranked[1:]:

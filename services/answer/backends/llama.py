@@ -94,7 +94,8 @@ class LlamaBackend(ChatBackend):
             )
             try:
                 for chunk in stream:  # type: ignore[union-attr]
-                    parts.append(chunk["choices"][0]["delta"].get("content") or "")  # type: ignore[index, union-attr]
+                    delta: Any = chunk["choices"][0]["delta"]  # type: ignore[index]
+                    parts.append(str(delta.get("content") or ""))
                     if time.monotonic() > deadline:
                         break
             finally:
