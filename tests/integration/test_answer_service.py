@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import re
 import secrets
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any, ClassVar
 
 import grpc
 import psycopg
@@ -373,3 +377,119 @@ def test_a_llama_backend_without_a_model_file_is_a_startup_error() -> None:
     )
     assert out.returncode == 2
     assert "RULESAGE_LLAMA_MODEL_PATH" in out.stderr
+
+
+# -- a scripted OpenAI-compatible model: the tool round and the retry, end to end ---------------------------
+class ScriptedModel(BaseHTTPRequestHandler):
+    """Answers /v1/chat/completions like a model would, by script: asks for rule 510.1c when the lookup is
+    offered, then quotes the rule it was shown; for a question containing 'stubborn', always misquotes."""
+
+    bodies: ClassVar[list[dict[str, Any]]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).bodies.append(body)
+        schema = body["response_format"]["json_schema"]["schema"]
+        user = body["messages"][-1]["content"]
+        if "stubborn" in user:
+            pid = schema["properties"]["quotes"]["items"]["properties"]["passage_id"]["enum"][0]
+            reply = {
+                "quotes": [{"passage_id": pid, "quote": "damage goes wherever you like"}],
+                "answer": "Damage goes wherever you like, says the book.",
+                "verdict": "answered",
+            }
+        elif "lookup_rules" in schema["properties"]:
+            reply = {"lookup_rules": ["rule 510.1c"], "quotes": [], "answer": "", "verdict": "not_in_book"}
+        else:
+            found = re.search(
+                r"passage_id (\d+) \(looked up\): [^\n]*\nPASSAGE \d+ \(quote from here\):\n(.+)", user
+            )
+            assert found, "the looked-up rule was not shown"
+            reply = {
+                "quotes": [
+                    {
+                        "passage_id": int(found.group(1)),
+                        "quote": "A blocked creature assigns its combat damage",
+                    }
+                ],
+                "answer": "A blocked creature deals its combat damage to the creatures blocking it.",
+                "verdict": "answered",
+            }
+        out = json.dumps(
+            {"choices": [{"message": {"role": "assistant", "content": json.dumps(reply)}}]}
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def scripted_model() -> Iterator[str]:
+    ScriptedModel.bodies = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedModel)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+
+
+def test_the_tool_round_fetches_a_rule_from_postgres_and_the_answer_cites_it(
+    url: str, shelf: dict[str, int], scripted_model: str
+) -> None:
+    settings = AnswerSettings(
+        database_url=url,
+        rulesage_answer_backend="openai",
+        rulesage_openai_base_url=scripted_model,
+        rulesage_openai_model="scripted",
+    )
+    request = answer_pb2.AnswerRequest(
+        question="where does a blocked creature's damage go?",
+        game="mtg",
+        passages=passages(url, [shelf["702.19b"], shelf["510.1a"]]),
+    )
+    (result,) = asyncio.run(_ask(AnswerService(settings), [request]))
+    assert result.verdict == answer_pb2.ANSWERED, result
+    assert result.attempts == 1
+    (c,) = result.citations
+    assert (c.passage_id, c.rule_id, c.doc_version) == (shelf["510.1c"], "510.1c", VERSION)
+    assert c.quote == "A blocked creature assigns its combat damage"
+    first, second = ScriptedModel.bodies
+    assert "lookup_rules" in first["response_format"]["json_schema"]["schema"]["properties"]
+    assert "lookup_rules" not in second["response_format"]["json_schema"]["schema"]["properties"]
+    assert "lookup_rules" not in second["messages"][0]["content"]
+    # read big: the rule's section (its siblings) was shown around the kept passage
+    assert "CONTEXT" in first["messages"][1]["content"]
+    assert [t.stage for t in result.timings].count("answer.lookup") == 1
+
+
+def test_a_model_that_misquotes_twice_abstains_after_one_retry_and_stores_nothing(
+    url: str, shelf: dict[str, int], scripted_model: str
+) -> None:
+    settings = AnswerSettings(
+        database_url=url,
+        rulesage_answer_backend="openai",
+        rulesage_openai_base_url=scripted_model,
+        rulesage_openai_model="scripted",
+    )
+    request = answer_pb2.AnswerRequest(
+        question="a stubborn question about trample damage",
+        game="mtg",
+        passages=passages(url, [shelf["702.19b"]]),
+    )
+    (result,) = asyncio.run(_ask(AnswerService(settings), [request]))
+    assert result.verdict == answer_pb2.NOT_IN_BOOK
+    assert result.attempts == 2 and len(result.rejections) == 2
+    assert not result.citations
+    assert "damage goes wherever" not in result.answer
+    assert len(ScriptedModel.bodies) == 2
+    assert (
+        "Previous attempt rejected: quote is not verbatim"
+        in ScriptedModel.bodies[1]["messages"][1]["content"]
+    )
