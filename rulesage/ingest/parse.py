@@ -50,7 +50,10 @@ def parse_document(path: Path, *, key: str, kind: str) -> ParsedDocument:
     elif suffix in MARKUP_SUFFIXES:
         from rulesage.ingest.extract.markup import extract_markup
 
-        pages, blocks = [], extract_markup(path, read_text_file(path))
+        try:
+            pages, blocks = [], extract_markup(path, read_text_file(path))
+        except RecursionError as exc:  # hostile nesting (thousands of open tags) exhausts the tree walk
+            raise ExtractionError(f"{path.name}: markup nested too deeply to read") from exc
     elif suffix in {".txt", ".text", ""}:
         text = read_text_file(path)
         from rulesage.ingest.numbered import looks_numbered, parse_numbered

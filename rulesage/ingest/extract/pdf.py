@@ -250,9 +250,12 @@ def read_pages(path: Path) -> list[PdfPage]:
     pages: list[PdfPage] = []
     try:
         for index in range(len(doc)):
-            page = doc[index]
-            width, height = page.get_size()
-            textpage = page.get_textpage()
+            try:
+                page = doc[index]
+                width, height = page.get_size()
+                textpage = page.get_textpage()
+            except pdfium.PdfiumError as exc:  # a corrupt page object: the file is damaged
+                raise ExtractionError(f"{path.name}: corrupt PDF, page {index + 1}: {exc}") from exc
             runs = _runs(textpage)
             out = PdfPage(index + 1, width, height)
             if sum(len(r.text) for r in runs) < OCR_MIN_CHARS and _has_images(page):
