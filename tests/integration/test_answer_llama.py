@@ -89,7 +89,9 @@ def ask_all(backend: loop.Backend) -> list[str]:
         finally:
             await backend.close()  # type: ignore[attr-defined]
 
-    return [check(o, shown) for o in asyncio.run(go())]
+    endings = [check(o, shown) for o in asyncio.run(go())]
+    print(backend.identity, endings)
+    return endings
 
 
 def test_smollm2_in_process_keeps_only_valid_citations_and_abstains_after_one_retry() -> None:

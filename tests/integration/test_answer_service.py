@@ -289,7 +289,8 @@ def test_extractive_over_grpc_quotes_the_book_byte_exact_and_abstains_when_silen
 
     assert silent.verdict == answer_pb2.NOT_IN_BOOK, silent
     assert not silent.citations
-    assert silent.confidence < answered.confidence
+    # the best score is reported on an abstain too: one eval run gives the pairs calibrate_threshold needs
+    assert 0.0 < silent.confidence < answered.confidence
 
 
 def test_no_passages_is_not_in_the_book_and_an_empty_question_is_refused(extractive: AnswerSettings) -> None:
