@@ -12,6 +12,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -47,11 +48,14 @@ class IngestSummary:
     superseded: int = 0  # live passages hidden by errata after this run's relinks
     aliases: int = 0
     seconds: float = 0.0
+    parse_seconds: float = 0.0  # extraction (overlaps embedding: the next document is parsed meanwhile)
+    embed_seconds: float = 0.0
 
     def to_dict(self) -> dict[str, object]:
         d = asdict(self)
         d["failed"] = [{"key": k, "path": p, "error": e} for k, p, e in self.failed]
-        d["seconds"] = round(self.seconds, 2)
+        for k in ("seconds", "parse_seconds", "embed_seconds"):
+            d[k] = round(d[k], 2)
         return d
 
     def line(self) -> str:
@@ -122,6 +126,7 @@ class _Run:
         self.family_ids: dict[str, int] = {}
         self.game_ids: dict[str, int] = {}
         self._space_id: int | None = None
+        self._pool: ThreadPoolExecutor
 
     # -- lazily loaded parts ---------------------------------------------------------------------------
     @property
@@ -174,12 +179,46 @@ class _Run:
             disable=not self.progress,
             dynamic_ncols=True,
         )
-        for entry in bar:
-            bar.set_postfix_str(entry.label[:40])
-            self.document(entry)
+        docs = self.shelf.documents
+        # one parse thread: extractors (pdfium) are not thread-safe, so every parse runs there, in order
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parse") as pool:
+            self._pool = pool
+            ahead: dict[int, Future[ParsedDocument]] = {}
+            for i, entry in enumerate(bar):
+                bar.set_postfix_str(entry.label[:40])
+                # parse the next document that needs it while this one embeds (the model releases the GIL)
+                for nxt in docs[i + 1 : i + 3]:
+                    if nxt.index not in ahead and self._needs_parse(nxt):
+                        ahead[nxt.index] = pool.submit(self._parse, nxt)
+                        break
+                self.document(entry, ahead.pop(entry.index, None))
+            for fut in ahead.values():
+                fut.cancel()
         bar.close()
 
-    def document(self, entry: DocumentEntry) -> None:
+    def _needs_parse(self, entry: DocumentEntry) -> bool:
+        try:
+            sha = store.sha256_file(entry.path)
+        except OSError:
+            return False
+        stored = store.stored_document(self.conn, entry.key)
+        return stored is None or stored.sha256 != sha
+
+    def _parse(self, entry: DocumentEntry) -> ParsedDocument:
+        started = time.perf_counter()
+        try:
+            return self.parser(entry.path, key=entry.key, kind=entry.kind)
+        finally:
+            self.summary.parse_seconds += time.perf_counter() - started
+
+    def _embed_texts(self, texts: list[str]):  # type: ignore[no-untyped-def]
+        started = time.perf_counter()
+        try:
+            return self.embedder.embed_passages(texts)
+        finally:
+            self.summary.embed_seconds += time.perf_counter() - started
+
+    def document(self, entry: DocumentEntry, parsing: Future[ParsedDocument] | None = None) -> None:
         path = str(entry.path)
         try:
             sha = store.sha256_file(entry.path)
@@ -196,7 +235,9 @@ class _Run:
                 self.summary.skipped_unchanged += 1  # an earlier release, already replaced by a later one
                 return
         try:
-            parsed = self.parser(entry.path, key=entry.key, kind=entry.kind)
+            if parsing is None:
+                parsing = self._pool.submit(self._parse, entry)
+            parsed = parsing.result()
             if not parsed.passages:
                 raise ExtractionError("no passages: the file holds no text")
         except ExtractionError as exc:
@@ -217,7 +258,7 @@ class _Run:
         family_id = self.family_ids[entry.family]
         game_id = self.game_ids.get(entry.game) if entry.game else None
         result = store.write_document(
-            self.conn, entry, parsed, sha, family_id, game_id, self.embedder.embed_passages, self.space_id
+            self.conn, entry, parsed, sha, family_id, game_id, self._embed_texts, self.space_id
         )
         # kept passages that became searchable without a vector of the active space
         n = result.embedded + self._embed(
@@ -245,12 +286,11 @@ class _Run:
     def _embed(self, rows: list[tuple]) -> int:
         if not rows:
             return 0
-        emb = self.embedder
         done = 0
         for b in range(0, len(rows), EMBED_BATCH):
             batch = rows[b : b + EMBED_BATCH]
             texts = [store.embed_text(tuple(r[1]), r[2]) for r in batch]
-            vectors = emb.embed_passages(texts)
+            vectors = self._embed_texts(texts)
             store.store_vectors(self.conn, self.space_id, [int(r[0]) for r in batch], vectors)
             done += len(batch)
         return done
