@@ -146,3 +146,12 @@ def test_calibration_midpoint_and_none_when_the_floors_cannot_be_met() -> None:
     mixed = [(0.5, False), (0.5, True), (0.9, True)]
     assert calibrate_threshold(mixed) is None
     assert calibrate_threshold([(0.5, True)]) is None
+
+
+def test_the_readers_passage_score_is_used_when_the_road_carries_it(scorer: BiEncoderScorer) -> None:
+    same = "On your turn, you can move a distance up to your speed."
+    low = PassageView(id=5, text=same, rerank_score=0.1)
+    high = PassageView(id=6, text=same, rerank_score=0.9)
+    ranked = rank_sentences("how far can I move?", [low, high], scorer)
+    assert [c.passage.id for c in ranked] == [6, 5]
+    assert ranked[0].score - ranked[1].score == pytest.approx((1 - 0.7) * 0.8)

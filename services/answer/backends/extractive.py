@@ -3,7 +3,8 @@ best answer the question, verbatim with their page, and abstains below a relevan
 
 Sentences are scored by a relevance scorer in [0, 1]: the trained reranker (clipped to [0, 1]) when
 ``services.rerank`` and its model file are present, else the MiniLM bi-encoder's cosine. A sentence's
-score blends its own relevance (with its heading, so a short sentence keeps its topic) and its passage's.
+score blends its own relevance (with its heading, so a short sentence keeps its topic) and its passage's
+(the reranker's score when the road carries it).
 """
 
 from __future__ import annotations
@@ -150,15 +151,21 @@ class Candidate:
 
 
 def rank_sentences(question: str, passages: Sequence[PassageView], scorer: Scorer) -> list[Candidate]:
-    """Every sentence of every passage, best first, scored SENTENCE_WEIGHT * sentence + rest * passage."""
+    """Every sentence of every passage, best first, scored SENTENCE_WEIGHT * sentence + rest * passage.
+
+    The passage's relevance is the careful reader's own score when the road carries one for every passage
+    (clipped to [0, 1]: the reranker's score is cosine-scaled), which saves reading each passage again;
+    otherwise the scorer reads the passages too."""
     spans = [(p, s, e) for p in passages for s, e in sentences(p.text)]
     if not spans:
         return []
-    texts = [
-        (" > ".join(p.heading_path[-1:]) + ": " if p.heading_path else "") + p.text[s:e] for p, s, e in spans
-    ]
-    scores = scorer.score(question, texts + [p.text for p in passages])
-    per_passage = {p.id: scores[len(texts) + i] for i, p in enumerate(passages)}
+    texts = [(p.heading_path[-1] + ": " if p.heading_path else "") + p.text[s:e] for p, s, e in spans]
+    reranked = all(p.rerank_score is not None for p in passages)
+    scores = scorer.score(question, texts if reranked else texts + [p.text for p in passages])
+    if reranked:
+        per_passage = {p.id: min(1.0, max(0.0, float(p.rerank_score or 0.0))) for p in passages}
+    else:
+        per_passage = {p.id: scores[len(texts) + i] for i, p in enumerate(passages)}
     out = [
         Candidate(p, s, e, SENTENCE_WEIGHT * scores[i] + (1 - SENTENCE_WEIGHT) * per_passage[p.id])
         for i, (p, s, e) in enumerate(spans)
