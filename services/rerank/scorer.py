@@ -173,7 +173,8 @@ class CosineScorer:
 
 
 class TrainedScorer:
-    """The shipped reranker: inputs q_ids/q_mask (1 row) and w_ids/w_mask (a batch), output ``score``."""
+    """The shipped reranker: inputs ``input_ids``/``attention_mask``/``token_type_ids`` (row 0 the question,
+    rows 1.. windows, one padded batch), output ``score`` (one per window)."""
 
     def __init__(self, path: Path, opts: RuntimeOptions) -> None:
         cfg_path = path.with_name("reranker.json")
@@ -188,11 +189,11 @@ class TrainedScorer:
         out = np.zeros(len(passages), dtype=np.float32)
         if not passages:
             return out
-        q_ids, q_mask = pad([self.tokens.question(question)])
+        q = self.tokens.question(question)
         rows = self.tokens.windows(passages)
         for idx in length_batches([len(r) for r in rows], self.opts.batch):
-            w_ids, w_mask = pad([rows[i] for i in idx])
-            feeds = {"q_ids": q_ids, "q_mask": q_mask, "w_ids": w_ids, "w_mask": w_mask}
+            ids, mask = pad([q, *(rows[i] for i in idx)])
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             out[idx] = self.session.run(["score"], feeds)[0]
         return out
 

