@@ -198,8 +198,8 @@ class Embedder:
                 wins.append(w)
         vecs = self._run(wins, batch=batch)
         out = np.zeros((len(texts), DIM), dtype=np.float32)
-        for w, owner in enumerate(owners):
-            out[owner] += vecs[w] * len(wins[w])
+        for k, owner in enumerate(owners):
+            out[owner] += vecs[k] * len(wins[k])
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
 

@@ -271,7 +271,7 @@ class Road:
     async def _answer(self, out: SearchOutcome) -> tuple[str, str, list[dict[str, Any]], dict[str, Any]]:
         if not out.passages:
             why = out.wrench.get("fusion", {}).get("detail") or "no passage was found"
-            info = {"state": "skipped", "detail": why, "attempts": 0, "rejections": []}
+            info: dict[str, Any] = {"state": "skipped", "detail": why, "attempts": 0, "rejections": []}
             if out.wrench.get("fusion", {}).get("state") not in (None, "ok"):
                 return "unavailable", "The search is unavailable right now; nothing was looked up.", [], info
             return "not_in_book", "Not in the book: nothing on this game's shelf speaks to that.", [], info

