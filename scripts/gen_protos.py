@@ -36,13 +36,17 @@ def generate(out: Path) -> list[Path]:
     if protoc.main(args) != 0:
         raise SystemExit("protoc failed")
     pkg = out / "rulesage" / "v1"
-    (pkg / "__init__.py").write_text('"""Generated from protos/rulesage/v1 by scripts/gen_protos.py; do not edit."""\n')
+    (pkg / "__init__.py").write_text(
+        '"""Generated from protos/rulesage/v1 by scripts/gen_protos.py; do not edit."""\n'
+    )
     return sorted(pkg.glob("*.py*"))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", type=Path, default=ROOT, help="root the rulesage/v1 package is written under")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT, help="root the rulesage/v1 package is written under"
+    )
     ns = parser.parse_args()
     files = generate(ns.out)
     print(f"generated {len(files)} files under {ns.out / 'rulesage' / 'v1'}")
