@@ -29,6 +29,7 @@ from tests.integration.test_launcher import free_block
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "What is the goal of a game of Golf, and when does it end?"
+GATEWAY_QUESTION = "How many cards are dealt into each column of the Golf tableau?"
 GAME = "solitaire-golf"
 TRACE_URL = "http://traces.example/trace/{trace_id}"
 FUSE = "/rulesage.v1.Fusion/Fuse"
@@ -202,7 +203,17 @@ def test_one_ask_is_one_trace_that_adds_up(tmp_path: Path, receiver: tuple[Recei
         ask = cli({**env, **addrs}, "ask", "--game", GAME, QUESTION, "--json")
         assert ask.returncode == 0, ask.stderr
         ruling = json.loads(ask.stdout)
-        page = httpx.get(f"http://127.0.0.1:{base + 8}/rulings/{ruling['id']}", timeout=30)
+        gateway = f"http://127.0.0.1:{base + 8}"
+        page = httpx.get(f"{gateway}/rulings/{ruling['id']}", timeout=30)
+        via_gateway = httpx.post(
+            f"{gateway}/api/ask", json={"game": GAME, "question": GATEWAY_QUESTION}, timeout=120
+        )
+        assert via_gateway.status_code == 201, via_gateway.text
+        screened = f"{gateway}/api/rulings/{via_gateway.json()['id']}"
+        for _ in range(60):  # the gateway hands the question to the doorman in the background
+            if httpx.get(screened, timeout=30).json()["public_state"] != "pending":
+                break
+            time.sleep(0.5)
     finally:
         down = cli(env, "down")  # SIGTERM: every service flushes its spans on the way out
     assert down.returncode == 0, down.stderr
@@ -274,11 +285,24 @@ def test_one_ask_is_one_trace_that_adds_up(tmp_path: Path, receiver: tuple[Recei
             compared.append(stage)
     assert {"fusion.arms", "fusion.rrf", "fusion.hydrate", "lexical.search", "rerank.score"} <= set(compared)
 
+    # -- an ask through the gateway is one tree too, rooted in the gateway's HTTP span ----------------------
+    gateway_trace = via_gateway.json()["trace_id"]
+    assert gateway_trace and gateway_trace != trace_id
+    g_spans = wait_for(rec, gateway_trace, {"rulesage-gateway", "rulesage-fusion", "rulesage-rerank"})
+    g_ids = {s.span_id for s in g_spans}
+    g_roots = [s for s in g_spans if not s.parent_id]
+    assert [r.service for r in g_roots] == ["rulesage-gateway"], [(r.service, r.name) for r in g_roots]
+    assert not [(s.service, s.name) for s in g_spans if s.parent_id and s.parent_id not in g_ids]
+    assert only(g_spans, "search").service == "rulesage-gateway"
+    assert only(g_spans, FUSE, SERVER).parent_id == only(g_spans, FUSE, CLIENT).span_id
+
     # -- nothing an SRE reads carries the question ---------------------------------------------------------
     everything = rec.all()
-    asked = [QUESTION.lower(), ruling["question"].lower(), "goal of a game of golf"]
+    asked = [q.lower() for q in (QUESTION, ruling["question"], GATEWAY_QUESTION)]
+    asked += ["goal of a game of golf", "dealt into each column"]
     for s in everything:
         for value in strings([s.attributes, s.event_attributes]):
             assert not any(q in value.lower() for q in asked), (s.service, s.name, value)
+    assert "rulesage-doorman" in {s.service for s in everything}  # it was handed the gateway's question
     # -- and health checks are not traced, though `up` and `status` made plenty of them ---------------------
     assert not [s for s in everything if "grpc.health" in s.name or "grpc.reflection" in s.name]
