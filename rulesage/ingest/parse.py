@@ -13,6 +13,7 @@ from pathlib import Path
 from rulesage.ingest.chunk import build_sections
 from rulesage.ingest.extract.blocks import Block
 from rulesage.ingest.model import ExtractionError, Page, ParsedDocument
+from rulesage.ingest.navigation import is_navigation
 
 MARKUP_SUFFIXES = {".md", ".markdown", ".html", ".htm", ".xml"}
 
@@ -76,4 +77,7 @@ def parse_document(path: Path, *, key: str, kind: str) -> ParsedDocument:
     sections = build_sections(blocks)
     if not any(s.passages for s in sections):
         raise ExtractionError(f"{path.name}: no text found")
+    for passage in (p for s in sections for p in s.passages):
+        if is_navigation(passage.text):
+            passage.searchable = False  # contents/index pages: kept for citations, never searched
     return ParsedDocument(pages=pages, sections=sections)
