@@ -16,7 +16,7 @@ class BadQuestion(ValueError):
 def clean_question(raw: str, max_chars: int = 500) -> str:
     """Strip control characters and outer white space; refuse an empty or over-long question."""
     text = unicodedata.normalize("NFC", _CONTROL.sub(" ", raw or "")).strip()
-    if not text:
+    if not any(unicodedata.category(ch)[0] not in "CZ" for ch in text):  # only invisible characters
         raise BadQuestion("the question is empty: ask something about the game's rules")
     if len(text) > max_chars:
         raise BadQuestion(f"the question is {len(text):,} characters long; the limit is {max_chars:,}")
