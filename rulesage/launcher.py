@@ -24,10 +24,10 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from rulesage import db
+from rulesage import db, runner
 from rulesage.config import ROOT, ConfigError, state_dir
 
-SERVICES = ("lexical", "dense", "aisle", "fusion", "rerank", "answer", "doorman")
+SERVICES = tuple(runner.PORTS)  # lexical, dense, aisle, fusion, rerank, answer, doorman
 
 
 def demo_shelf() -> Path:
@@ -52,8 +52,7 @@ def _int_env(name: str, default: int) -> int:
 
 
 def ports() -> dict[str, int]:
-    base = _int_env("RULESAGE_BASE_PORT", 50061)
-    out = {name: base + i for i, name in enumerate(SERVICES)}
+    out = {name: runner.default_port(name) for name in SERVICES}
     out["gateway"] = _int_env("RULESAGE_GATEWAY_PORT", 8080)
     return out
 
@@ -164,6 +163,9 @@ class Supervisor:
     def spawn(self, child: Child) -> None:
         env = self.env()
         env["RULESAGE_PORT"] = str(child.port)
+        metrics = _int_env("RULESAGE_METRICS_PORT", 0)
+        if metrics:  # one Prometheus endpoint per process: RULESAGE_METRICS_PORT + its place in the mesh
+            env["RULESAGE_METRICS_PORT"] = str(metrics + [*SERVICES, "gateway"].index(child.name))
         log = (logs_dir() / f"{child.name}.log").open("ab")
         child.proc = subprocess.Popen(child.cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT))
         child.started_at = time.monotonic()

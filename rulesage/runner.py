@@ -70,12 +70,22 @@ class ServiceSettings(CommonSettings):
     rulesage_port_file: str = ""
 
 
+def default_port(name: str) -> int:
+    """The service's port on one machine: $RULESAGE_BASE_PORT (default 50061) + its place in PORTS."""
+    raw = os.environ.get("RULESAGE_BASE_PORT", "").strip()
+    if not raw:
+        return PORTS[name]
+    if not raw.isdigit() or not 0 < int(raw) < 65536 - len(PORTS):
+        raise ConfigError(f"bad configuration: RULESAGE_BASE_PORT={raw!r}: expected a port number")
+    return int(raw) + list(PORTS).index(name)
+
+
 def address(name: str) -> str:
-    """Where a client finds service ``name``: $RULESAGE_<NAME>_ADDR or localhost on the default port."""
+    """Where a client finds service ``name``: $RULESAGE_<NAME>_ADDR, else localhost on its default port."""
     var = f"RULESAGE_{name.upper()}_ADDR"
     raw = os.environ.get(var, "").strip()
     if not raw:
-        return f"127.0.0.1:{PORTS[name]}"
+        return f"127.0.0.1:{default_port(name)}"
     host, sep, port = raw.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise ConfigError(f"bad configuration: {var}={raw!r}: expected host:port")
@@ -132,7 +142,11 @@ async def serve_forever(name: str, factory: Callable[[], Service]) -> None:
     settings = load(ServiceSettings)
     telemetry.setup(name, metrics_port=settings.rulesage_metrics_port)
     service = factory()  # reads its own settings: a bad value raises ConfigError here, before binding
-    port = PORTS.get(service.name, 0) if settings.rulesage_port < 0 else settings.rulesage_port
+    port = (
+        (default_port(service.name) if service.name in PORTS else 0)
+        if settings.rulesage_port < 0
+        else settings.rulesage_port
+    )
     running = await start(service, settings.rulesage_host, port, settings.rulesage_port_file)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

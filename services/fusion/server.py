@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,7 @@ import grpc
 from rulesage import runner
 from rulesage.config import CommonSettings, load
 from rulesage.dbservice import DbService, guarded
-from rulesage.telemetry import ARM_FAILURES, Timings
+from rulesage.telemetry import ARM_FAILURES, Timings, tracer
 from rulesage.v1 import arm_pb2, arm_pb2_grpc, common_pb2, fusion_pb2, fusion_pb2_grpc
 from services.fusion import rrf
 
@@ -52,10 +53,12 @@ def _describe(exc: BaseException) -> tuple[str, str]:
     return "failed", f"{type(exc).__name__}: {exc}"
 
 
-async def _timed(arm: str, call: Any) -> ArmOutcome:
+async def _timed(arm: str, make_call: Callable[[], Any]) -> ArmOutcome:
+    """Run one arm call inside its own span (attribute ``arm``) so the SRE sees which arm each call was."""
     t0 = time.perf_counter()
     try:
-        result = await call
+        with tracer().start_as_current_span("fusion.arm", attributes={"arm": arm}):
+            result = await make_call()
         return ArmOutcome(arm, "ok", getattr(result, "note", ""), result, (time.perf_counter() - t0) * 1000)
     except Exception as exc:
         state, detail = _describe(exc)
@@ -138,11 +141,11 @@ class FusionService(DbService, fusion_pb2_grpc.FusionServicer):
 
             with timings.stage("fusion.arms", game=game.slug) as span:
                 lexical = asyncio.ensure_future(
-                    _timed("lexical", self._arm("lexical").Search(arm_req, timeout=left()))
+                    _timed("lexical", lambda: self._arm("lexical").Search(arm_req, timeout=left()))
                 )
                 embed = await _timed(
                     "dense",
-                    arm_pb2_grpc.EmbedderStub(self.channels["dense"]).Embed(
+                    lambda: arm_pb2_grpc.EmbedderStub(self.channels["dense"]).Embed(
                         arm_pb2.EmbedRequest(question=question, game=game.slug), timeout=left()
                     ),
                 )
@@ -151,8 +154,8 @@ class FusionService(DbService, fusion_pb2_grpc.FusionServicer):
                 if embed.state == "ok" and embed_result is not None:
                     vreq = arm_pb2.ArmRequest(question=question, game=game.slug, vectors=embed_result.vectors)
                     dense_out, aisle_out, lex_out = await asyncio.gather(
-                        _timed("dense", self._arm("dense").Search(vreq, timeout=left())),
-                        _timed("aisle", self._arm("aisle").Search(vreq, timeout=left())),
+                        _timed("dense", lambda: self._arm("dense").Search(vreq, timeout=left())),
+                        _timed("aisle", lambda: self._arm("aisle").Search(vreq, timeout=left())),
                         lexical,
                     )
                     dense_out.ms += embed.ms

@@ -257,7 +257,10 @@ def test_one_ask_is_one_trace_that_adds_up(tmp_path: Path, receiver: tuple[Recei
         for s in served:
             caller = by_id[s.parent_id]
             assert (caller.service, caller.kind) == ("rulesage-fusion", CLIENT)
-            assert by_id[caller.parent_id].name == "fusion.arms"
+            # each arm call sits in its own span naming the arm, inside fusion's arms stage
+            arm_span = by_id[caller.parent_id]
+            assert (arm_span.name, arm_span.attributes.get("arm")) == ("fusion.arm", arm)
+            assert by_id[arm_span.parent_id].name == "fusion.arms"
         stage = only(spans, f"{arm}.search")
         assert by_id[stage.parent_id].service == f"rulesage-{arm}"
         assert stage.attributes.get("game") == GAME and "candidates.out" in stage.attributes
