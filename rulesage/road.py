@@ -115,13 +115,17 @@ class Road:
         self.catalog = Catalog(self.pool)
         self.channels: dict[str, grpc.aio.Channel] = {}
         self._opened = False
+        self._opening = asyncio.Lock()  # the first asks arrive together: open the pool once
 
     async def open(self) -> None:
         if self._opened:
             return
-        await self.pool.open(wait=True, timeout=30)
-        self.channels = {n: runner.channel(n) for n in ("fusion", "rerank", "answer")}
-        self._opened = True
+        async with self._opening:
+            if self._opened:
+                return
+            await self.pool.open(wait=True, timeout=30)
+            self.channels = {n: runner.channel(n) for n in ("fusion", "rerank", "answer")}
+            self._opened = True
 
     async def close(self) -> None:
         for ch in self.channels.values():

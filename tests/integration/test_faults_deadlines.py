@@ -381,3 +381,30 @@ def test_overloaded_answer_service_sheds_load() -> None:
     results = asyncio.run(scenario())
     assert any(code == "RESOURCE_EXHAUSTED" for code, _ in results), results
     assert backend.most <= 8, f"{backend.most} answers were in the backend at once"
+
+
+def test_a_fresh_road_takes_a_burst_of_concurrent_asks(
+    url: str, deadlines: dict[str, float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first asks on a new gateway arrive together: opening the road's pool must happen once, not race
+    (psycopg_pool asserts when two callers wait for the same opening pool)."""
+
+    async def scenario() -> list[Any]:
+        from rulesage.road import Road
+
+        running = await runner.start(Fake(set()), "127.0.0.1", 0)
+        for name in ("FUSION", "RERANK", "ANSWER"):
+            monkeypatch.setenv(f"RULESAGE_{name}_ADDR", f"127.0.0.1:{running.port}")
+        road = Road(url)  # not opened: the burst opens it
+        try:
+            return await asyncio.gather(
+                *(road.ask(GAME, f"can I draw {i} cards?") for i in range(8)), return_exceptions=True
+            )
+        finally:
+            await road.close()
+            await running.shutdown(0)
+
+    results = asyncio.run(scenario())
+    failures = [repr(r) for r in results if isinstance(r, BaseException)]
+    assert not failures, failures
+    assert len({r["id"] for r in results}) == 8
