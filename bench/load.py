@@ -312,6 +312,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "start": memory.get("start"),
             "minute1": memory.get("checkpoint"),
             "end": memory.get("end"),
+            "trace": memory.get("trace"),  # every 5 s: is a growth a step (warm-up) or a slope (a leak)?
         },
         "memory_flat": flat_check(memory),
         "restarted_during_run": sorted(n for n, p in pids.items() if after.get(n) != p),
