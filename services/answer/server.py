@@ -13,6 +13,7 @@ import grpc
 from psycopg_pool import AsyncConnectionPool
 
 from rulesage import db
+from rulesage.admission import Gate, Saturated
 from rulesage.config import load
 from rulesage.telemetry import Timings
 from rulesage.v1 import answer_pb2, answer_pb2_grpc, common_pb2
@@ -99,6 +100,7 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
         self.backend = backend
         self.library = library
         self._pool: AsyncConnectionPool | None = None
+        self.gate = Gate(self.settings.rulesage_answer_concurrency, self.settings.rulesage_answer_max_queue)
 
     def register(self, server: grpc.aio.Server) -> None:
         answer_pb2_grpc.add_AnswererServicer_to_server(self, server)
@@ -157,14 +159,18 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
                 model=self.backend.identity,
             )
             return result
-        with timings.stage("answer.context", passages=len(passages)):
-            ctx = await self._context(passages)
-        prompt = loop.Prompt(question, request.game, tuple(passages), ctx)
-        with timings.stage("answer.run", backend=self.backend.identity) as span:
-            outcome = await loop.run(
-                prompt, self.backend, self.library, self.settings.rulesage_answer_timeout_s
-            )
-            span.set_attribute("answer.attempts", outcome.attempts)
+        try:
+            async with self.gate.slot():
+                with timings.stage("answer.context", passages=len(passages)):
+                    ctx = await self._context(passages)
+                prompt = loop.Prompt(question, request.game, tuple(passages), ctx)
+                with timings.stage("answer.run", backend=self.backend.identity) as span:
+                    outcome = await loop.run(
+                        prompt, self.backend, self.library, self.settings.rulesage_answer_timeout_s
+                    )
+                    span.set_attribute("answer.attempts", outcome.attempts)
+        except Saturated as exc:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"answer service saturated: {exc}")
         for stage, ms in outcome.timings:
             timings.add(stage, ms)
         result = result_of(outcome)

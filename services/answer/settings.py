@@ -18,6 +18,9 @@ class AnswerSettings(CommonSettings):
     # Seconds one backend turn may take before the ruling is UNAVAILABLE.
     rulesage_answer_timeout_s: float = 60.0
     rulesage_answer_max_tokens: int = 512
+    # Answers worked on at once, and answers allowed to wait for a turn before RESOURCE_EXHAUSTED.
+    rulesage_answer_concurrency: int = 2
+    rulesage_answer_max_queue: int = 6
     # Characters of surrounding section text shown around the passages, shared between them ("read big").
     rulesage_answer_context_chars: int = 6000
     # extractive: abstain when the best sentence's relevance (in [0, 1]) is below this.
@@ -41,6 +44,8 @@ class AnswerSettings(CommonSettings):
             self.rulesage_openai_base_url and self.rulesage_openai_model
         ):
             raise ValueError("the openai backend needs RULESAGE_OPENAI_BASE_URL and RULESAGE_OPENAI_MODEL")
+        if self.rulesage_answer_concurrency < 1 or self.rulesage_answer_max_queue < 0:
+            raise ValueError("RULESAGE_ANSWER_CONCURRENCY must be >= 1 and RULESAGE_ANSWER_MAX_QUEUE >= 0")
         if not 0.0 <= self.rulesage_extractive_threshold <= 1.0:
             raise ValueError("RULESAGE_EXTRACTIVE_THRESHOLD must be in [0, 1]")
         return self
