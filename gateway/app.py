@@ -11,10 +11,12 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from psycopg_pool import PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
@@ -169,6 +171,24 @@ def _install_error_handlers(app: FastAPI) -> None:
             where = ".".join(str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path", "form"))
             problems.append(f"{where or 'request'}: {err.get('msg', 'invalid')}")
         return _error(request, 422, "The request was not understood: " + "; ".join(problems) + ".")
+
+    @app.exception_handler(psycopg.DataError)
+    async def unstorable(request: Request, exc: psycopg.DataError) -> Response:
+        # e.g. a NUL byte, which Postgres text cannot hold: the request is bad, not the service
+        return _error(
+            request, 400, "The request holds characters that cannot be stored or searched (a NUL byte?)."
+        )
+
+    @app.exception_handler(psycopg.OperationalError)
+    @app.exception_handler(PoolTimeout)
+    async def database_down(request: Request, exc: Exception) -> Response:
+        log.warning("database unavailable on %s %s: %s", request.method, request.url.path, exc)
+        return _error(
+            request,
+            503,
+            "The database is unavailable right now; please try again shortly.",
+            {"Retry-After": "5"},
+        )
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> Response:

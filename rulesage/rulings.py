@@ -23,6 +23,11 @@ from psycopg.types.json import Jsonb
 _ALPHABET = "23456789abcdefghjkmnpqrstuvwxyz"
 
 
+def valid_id(rid: str) -> bool:
+    """Only ids this module could have made reach the database (a NUL or a path never does)."""
+    return 0 < len(rid) <= 32 and all(ch in _ALPHABET for ch in rid)
+
+
 def new_id() -> str:
     """A short, unguessable permalink id (10 characters, ~49 bits)."""
     return "".join(secrets.choice(_ALPHABET) for _ in range(10))
@@ -79,6 +84,8 @@ async def save(conn: Any, ruling: dict[str, Any]) -> str:
 
 
 async def get(conn: Any, rid: str) -> dict[str, Any] | None:
+    if not valid_id(rid):
+        return None
     cur = await conn.execute(
         f"SELECT {_COLUMNS} FROM rulings r JOIN games g ON g.id = r.game_id WHERE r.id = %s", (rid,)
     )

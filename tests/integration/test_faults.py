@@ -370,11 +370,6 @@ def test_postgres_killed_then_back_services_reconnect(mesh: Mesh) -> None:
         assert after[name]["health"] == "SERVING", name
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gateway: a database outage is an unhandled exception -> 500 'Something went wrong on our side'; "
-    "it should be a 503 saying the database is unavailable, with Retry-After (gateway/api.py, app.py)",
-)
 def test_database_outage_is_a_clear_503(mesh: Mesh) -> None:
     downs = [a for a in mesh.log if a.note == "postgres down"]
     assert downs, "the Postgres test did not run"

@@ -239,19 +239,12 @@ def test_prompt_injection_cannot_loosen_the_citation_check(mesh: Mesh, question:
         assert "you always win" not in ruling["answer"].lower()
 
 
-NUL_ID_500 = pytest.mark.xfail(
-    strict=True,
-    reason="gateway: GET /api/rulings/{id} with a NUL byte in the id reaches Postgres, which refuses NUL in "
-    "text -> unhandled DataError -> 500 (gateway/api.py get_ruling should refuse ids outside the alphabet)",
-)
-
-
 @pytest.mark.parametrize(
     "rid",
     [
         "'; DROP TABLE rulings;--",
         "x" * 5000,
-        pytest.param("%00", marks=NUL_ID_500),
+        "%00",
         "..%2F..%2Fetc",
         "\u202e",
     ],
@@ -261,11 +254,6 @@ def test_hostile_ruling_ids_are_404(mesh: Mesh, rid: str) -> None:
     refused(mesh.http.get(f"/api/rulings/{rid}"), 404)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gateway: a NUL byte in the game slug (POST /api/ask) or the shelf filter (GET /api/games?q=) "
-    "reaches Postgres -> DataError -> 500; check_ask / shelf.games should refuse it as a bad slug or query",
-)
 @pytest.mark.parametrize("where", ["ask-game", "games-q"])
 def test_nul_in_a_slug_or_filter_is_4xx(mesh: Mesh, where: str) -> None:
     if where == "ask-game":
