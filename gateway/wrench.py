@@ -93,12 +93,12 @@ def view(ruling: dict[str, Any], trace_url: str = "") -> dict[str, Any]:
     top_ceiling = ceiling(voted, k)
     fused = [f for f in (_num(p.get("fused_score")) for p in [*passages, *candidates]) if f is not None]
     top_fused = max(fused) if fused else None
-    timings = [
+    timings: list[dict[str, Any]] = [
         {"stage": str(t.get("stage", "")), "ms": _num(t.get("ms")) or 0.0}
         for t in wrench.get("timings") or []
         if isinstance(t, dict)
     ]
-    slowest = max((t["ms"] for t in timings), default=0.0)
+    slowest = max((float(t["ms"]) for t in timings), default=0.0)
     for t in timings:  # log scale: an 88 ms search stays visible beside a 2.6 s answer
         t["bar"] = round(100 * math.log1p(t["ms"]) / math.log1p(slowest)) if slowest > 0 else 0
     arms = [

@@ -224,8 +224,9 @@ def mine(text: str, heading_path: Sequence[str] = (), kind: str = "prose") -> li
         term = _phrase_after(m.group("y"), 3)
         if _ok(alias, term):
             out.append(AliasCandidate(alias, term, _evidence(text, m.start("x"), m.end()), "definition"))
-    m = _SEE_ENTRY.match(text)
-    if m:
+    see = _SEE_ENTRY.match(text)
+    if see:
+        m = see
         entry = _clean(m.group("term") or (heading_path[-1] if heading_path else ""))
         target = _clean(m.group("target"))
         reference = re.match(r"(?i)(rules?|sections?|chapter|page|also|the)\b", target)

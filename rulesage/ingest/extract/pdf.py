@@ -182,9 +182,9 @@ def find_gutter(lines: list[Line], width: float) -> float | None:
     if crossing > max(2, len(lines) // 20) or left < 4 or right < 4:
         return None
     # Widen to the middle of the empty strip around g.
-    a = max((r.x1 for r in runs if r.x1 <= g), default=g)
-    b = min((r.x0 for r in runs if r.x0 >= g), default=g)
-    return (a + b) / 2 if b - a < width * 0.2 else g
+    left_edge = max((r.x1 for r in runs if r.x1 <= g), default=g)
+    right_edge = min((r.x0 for r in runs if r.x0 >= g), default=g)
+    return (left_edge + right_edge) / 2 if right_edge - left_edge < width * 0.2 else g
 
 
 def reading_order(lines: list[Line], width: float) -> list[Line]:
