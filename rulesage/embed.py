@@ -9,6 +9,7 @@ averaged (weighted by tokens) and re-normalised, so the vector represents the wh
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -27,6 +28,7 @@ DIM = 384
 MAX_TOKENS = 256
 QUERY_PREFIX = ""  # all-MiniLM-L6-v2 was trained without prefixes
 PASSAGE_PREFIX = ""
+DEFAULT_VARIANT = "int8"  # RULESAGE_EMBED_VARIANT: int8 (default) or fp32
 _export_lock = threading.Lock()
 
 
@@ -105,6 +107,26 @@ class Identity:
     max_tokens: int
 
 
+def configured_variant() -> str:
+    variant = os.environ.get("RULESAGE_EMBED_VARIANT", DEFAULT_VARIANT)
+    if variant not in ("int8", "fp32"):
+        raise ValueError(f"RULESAGE_EMBED_VARIANT must be int8 or fp32, not {variant!r}")
+    return variant
+
+
+@functools.lru_cache(maxsize=4)
+def identity(variant: str | None = None) -> Identity:
+    """Which model draws the vectors (weights sha256 + runtime variant), without loading it."""
+    weights = _sha256(package_model_dir() / "model.safetensors")[:12]
+    return Identity(
+        model=f"{MODEL_NAME}@{weights}+onnx-{variant or configured_variant()}",
+        dim=DIM,
+        query_prefix=QUERY_PREFIX,
+        passage_prefix=PASSAGE_PREFIX,
+        max_tokens=MAX_TOKENS,
+    )
+
+
 class Embedder:
     """Thread-safe MiniLM embedder. ``variant``: 'int8' (default, ~2x faster on CPU) or 'fp32'."""
 
@@ -112,9 +134,7 @@ class Embedder:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        self.variant = variant or os.environ.get("RULESAGE_EMBED_VARIANT", "int8")
-        if self.variant not in ("int8", "fp32"):
-            raise ValueError(f"RULESAGE_EMBED_VARIANT must be int8 or fp32, not {self.variant!r}")
+        self.variant = variant or configured_variant()
         models = state_dir() / "models"
         with _export_lock:
             path = models / f"minilm-l6-v2-{self.variant}.onnx"
@@ -133,14 +153,7 @@ class Embedder:
         tok.no_padding()
         tok.no_truncation()
         self.tokenizer = tok
-        weights = _sha256(package_model_dir() / "model.safetensors")[:12]
-        self.identity = Identity(
-            model=f"{MODEL_NAME}@{weights}+onnx-{self.variant}",
-            dim=DIM,
-            query_prefix=QUERY_PREFIX,
-            passage_prefix=PASSAGE_PREFIX,
-            max_tokens=MAX_TOKENS,
-        )
+        self.identity = identity(self.variant)
 
     # -- token windows -----------------------------------------------------------------------------------
     def token_count(self, text: str) -> int:

@@ -205,13 +205,21 @@ class Supervisor:
         self.url = db.database_url(start_embedded=True)
         self.state.database = "embedded" if self.embedded else "DATABASE_URL"
         db.migrate(self.url)
+        from rulesage.embed import identity
+
         with db.connection(self.url) as conn:
             games = conn.execute("SELECT count(*) FROM games").fetchone()
-        if games and games[0] == 0:
+            space = conn.execute("SELECT model FROM embedding_space WHERE active").fetchone()
+        empty = not games or games[0] == 0
+        stale = space is not None and space[0] != identity().model
+        if empty or stale:
             from rulesage.ingest.pipeline import ingest_shelf
 
             shelf = demo_shelf()
-            print(f"empty database: ingesting the demo shelf {shelf} ...", flush=True)
+            why = (
+                "empty database" if empty else f"embedding model changed to {identity().model}: re-embedding"
+            )
+            print(f"{why}; ingesting the demo shelf {shelf} ...", flush=True)
             summary = ingest_shelf(self.url, shelf, progress=True)
             print(f"demo shelf ingested: {summary.to_dict()}", flush=True)
 

@@ -8,6 +8,7 @@ import time
 import grpc
 import numpy as np
 
+from rulesage.config import ConfigError
 from rulesage.dbservice import DbService, guarded, vector_of
 from rulesage.embed import Embedder, shared_embedder
 from rulesage.telemetry import Timings
@@ -39,6 +40,15 @@ class DenseService(DbService, arm_pb2_grpc.ArmServicer, arm_pb2_grpc.EmbedderSer
         await super().start()
         # loading (and on first use exporting) the model happens before the service says SERVING
         self.embedder = await asyncio.to_thread(shared_embedder)
+        async with self.pool.connection() as conn:
+            cur = await conn.execute("SELECT model FROM embedding_space WHERE active")
+            row = await cur.fetchone()
+        if row and row[0] != self.embedder.identity.model:  # never compare vectors of two models
+            raise ConfigError(
+                f"bad configuration: the database's vectors were drawn by {row[0]}, but this service "
+                f"embeds with {self.embedder.identity.model}: re-embed (rulesage ingest) or set "
+                "RULESAGE_EMBED_VARIANT"
+            )
 
     async def aliases(self, family_id: int) -> list[lanes_mod.Alias]:
         cached = self._aliases.get(family_id)
