@@ -38,6 +38,8 @@ QUESTION_TOKENS = 64
 
 class Scorer(Protocol):
     identity: str
+    # Weight of the election's order in the final score: score - prior * ln(1 + fused position).
+    prior: float
 
     def score(self, question: str, passages: Sequence[str]) -> np.ndarray:
         """One relevance score per passage (higher is better); each passage is read through its window."""
@@ -152,6 +154,7 @@ class CosineScorer:
         self._inputs = {i.name for i in self.session.get_inputs()}
         self.tokens = Tokens(opts.max_tokens)
         self.opts = opts
+        self.prior = 0.0
         self.identity = f"interim:bi-encoder-cosine-of-window:{emb.identity.model}"
 
     def _encode(self, rows: Sequence[Sequence[int]]) -> np.ndarray:
@@ -183,19 +186,26 @@ class TrainedScorer:
         self.tokens = Tokens(max_tokens, int(cfg.get("question_tokens", QUESTION_TOKENS)))
         self.session = session(path, opts)
         self.opts = opts
-        self.identity = f"{path.name}@{sha256_file(path)[:12]}"
+        self.prior = float(cfg.get("fused_prior", 0.0))
+        prior = f"+fused-prior{self.prior:g}" if self.prior else ""
+        self.identity = f"{path.name}@{sha256_file(path)[:12]}{prior}"
 
     def score(self, question: str, passages: Sequence[str]) -> np.ndarray:
-        out = np.zeros(len(passages), dtype=np.float32)
+        return self.score_and_cosine(question, passages)[0]
+
+    def score_and_cosine(self, question: str, passages: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The model's score and, from the same pass, the anchor (the bi-encoder cosine) it starts from."""
+        score = np.zeros(len(passages), dtype=np.float32)
+        cosine = np.zeros(len(passages), dtype=np.float32)
         if not passages:
-            return out
+            return score, cosine
         q = self.tokens.question(question)
         rows = self.tokens.windows(passages)
         for idx in length_batches([len(r) for r in rows], self.opts.batch):
             ids, mask = pad([q, *(rows[i] for i in idx)])
             feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            out[idx] = self.session.run(["score"], feeds)[0]
-        return out
+            score[idx], cosine[idx] = self.session.run(["score", "cosine"], feeds)
+        return score, cosine
 
 
 def load_scorer(opts: RuntimeOptions, model: str = "") -> Scorer:

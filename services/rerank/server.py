@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -97,6 +98,8 @@ def read(
     scorer: Scorer, question: str, game: str, candidates: Sequence[common_pb2.Passage], keep: int
 ) -> Reading:
     scores = [float(s) for s in scorer.score(question, [c.text for c in candidates])]
+    if scorer.prior:  # blend with the election's order (candidates arrive best first)
+        scores = [s - scorer.prior * math.log1p(i) for i, s in enumerate(scores)]
     sel = select([Candidate(c.doc_kind, c.game) for c in candidates], scores, game, keep or DEFAULT_KEEP)
     return Reading(scores=scores, dealt=deal(sel.kept), fired=sel.fired)
 

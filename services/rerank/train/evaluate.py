@@ -8,7 +8,7 @@ scorers can be compared by the questions they flip, not only by one figure.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +16,6 @@ import numpy as np
 import psycopg
 
 from services.rerank.guarantees import Candidate, ranked, select
-from services.rerank.scorer import Scorer
 from services.rerank.train.pool import Evidence, FamilyIndex, matches
 
 
@@ -54,46 +53,70 @@ def first_hit_rank(order: Sequence[int], index: FamilyIndex, item: Item, k: int 
     return 0
 
 
+Variants = Callable[[str, list[str], list[int]], dict[str, list[float]]]
+
+
+def prior_variants(name: str, scores: Sequence[float], betas: Sequence[float] = (1.0, 2.0, 4.0)) -> dict:
+    """Blends of a score with the election's order (position p, 0-based, best first): score - beta*ln(1+p),
+    and the parameter-free RRF of the two orders."""
+    pos = np.arange(len(scores), dtype=np.float64)
+    s = np.asarray(scores, dtype=np.float64)
+    out = {f"{name}+prior{b:g}": list(s - b * np.log1p(pos)) for b in betas}
+    model_rank = np.empty(len(s))
+    model_rank[np.asarray(ranked(list(s)), dtype=int)] = np.arange(len(s)) if len(s) else []
+    out[f"rrf({name},fused)"] = list(1.0 / (61 + model_rank) + 1.0 / (61 + pos))
+    return out
+
+
 def measure(
     conn: psycopg.Connection,
     items: Sequence[Item],
     indexes: dict[int, FamilyIndex],
-    scorers: dict[str, Scorer],
+    variants: Variants,
     depth: int = 80,
     keep: int = 8,
 ) -> dict[str, dict]:
-    """{'fused': {...}, name: {...}} with recall@keep, MRR@10, recall@depth and per-question hits."""
+    """{'fused': {...}, variant: {...}} with recall@keep, MRR@10, and per-question hits; 'pool' holds
+    recall@depth. ``variants(question, texts, pool)`` returns named score lists for the pool."""
     from rulesage.embed import shared_embedder
 
     vecs = shared_embedder().embed_queries([it.question for it in items])
-    hits: dict[str, dict[str, bool]] = {"fused": {}, **{n: {} for n in scorers}}
-    ranks: dict[str, list[int]] = {"fused": [], **{n: [] for n in scorers}}
+    hits: dict[str, dict[str, bool]] = {"fused": {}}
+    ranks: dict[str, list[int]] = {"fused": []}
     pool_hits = 0
     for item, vec in zip(items, vecs, strict=True):
         index = indexes.get(item.family_id) or indexes.setdefault(
             item.family_id, FamilyIndex(conn, item.family_id)
         )
-        pool = index.fused(conn, item.question, vec, k=depth)
+        try:
+            pool = index.fused(conn, item.question, vec, k=depth)
+        except psycopg.OperationalError:  # the server restarted under us: reconnect once
+            from rulesage import db
+
+            conn = db.connect(autocommit=True)
+            pool = index.fused(conn, item.question, vec, k=depth)
         pool_hits += hit(pool, index, item)
         hits["fused"][item.id] = hit(pool[:keep], index, item)
         ranks["fused"].append(first_hit_rank(pool, index, item))
         cands = [Candidate(index.passages[i].doc_kind, index.passages[i].game) for i in pool]
         texts = [index.passages[i].text for i in pool]
-        for name, scorer in scorers.items():
-            scores = [float(s) for s in scorer.score(item.question, texts)] if texts else []
+        for name, scores in (variants(item.question, texts, pool) if texts else {}).items():
             sel = select(cands, scores, item.game, keep)
-            hits[name][item.id] = hit([pool[i] for i in sel.kept], index, item)
-            ranks[name].append(first_hit_rank([pool[i] for i in ranked(scores)], index, item))
+            hits.setdefault(name, {})[item.id] = hit([pool[i] for i in sel.kept], index, item)
+            ranks.setdefault(name, []).append(first_hit_rank([pool[i] for i in ranked(scores)], index, item))
+    return summarise(hits, ranks, len(items), pool_hits, depth)
+
+
+def summarise(hits: dict, ranks: dict, n: int, pool_hits: int, depth: int) -> dict[str, dict]:
     out: dict[str, dict] = {}
-    n = max(len(items), 1)
     for name in hits:
         r = np.array(ranks[name], dtype=float)
         out[name] = {
-            f"recall@{keep}": round(sum(hits[name].values()) / n, 4),
+            "recall@8": round(sum(hits[name].values()) / max(n, 1), 4),
             "mrr@10": round(float(np.where(r > 0, 1.0 / np.maximum(r, 1), 0.0).mean()) if len(r) else 0.0, 4),
             "hits": hits[name],
         }
-    out["pool"] = {f"recall@{depth}": round(pool_hits / n, 4), "questions": len(items)}
+    out["pool"] = {f"recall@{depth}": round(pool_hits / max(n, 1), 4), "questions": n}
     return out
 
 

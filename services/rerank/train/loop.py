@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 log = logging.getLogger("rerank.train")
+SCALE = 20.0  # the head's cosine scale (services.rerank.train.model.SCALE)
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -30,19 +31,23 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--questions", default=str(ROOT / "data/reranker/questions-*.jsonl"))
     p.add_argument("--pseudo", type=int, default=0, help="structure pseudo-queries to add (0: none)")
     p.add_argument("--limit", type=int, default=0, help="use only N questions (a small slice)")
-    p.add_argument("--negatives", type=int, default=39, help="hard negatives per group (from the pool)")
+    p.add_argument("--negatives", type=int, default=15, help="hard negatives per group (from the pool)")
     p.add_argument("--pool", type=int, default=40, help="stand-in election depth mined for negatives")
     p.add_argument("--epochs", type=int, default=8)
     p.add_argument("--groups-per-step", type=int, default=8)
+    p.add_argument("--max-minutes", type=float, default=20.0, help="no new epoch past this training time")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--dropout", type=float, default=0.0, help="dropout on the head's features")
+    p.add_argument("--hidden", type=int, default=128, help="the head's hidden width")
     p.add_argument("--max-tokens", type=int, default=256, help="window word pieces ([CLS]/[SEP] included)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--val-share", type=float, default=0.1)
     p.add_argument("--out", default=str(ROOT / "services/rerank/model"), help="'' to ship nothing")
     p.add_argument("--work", default=str(ROOT / "artifacts/reranker"), help="exports, metrics")
-    p.add_argument("--eval-depth", type=int, default=40, help="fused candidates reranked when measuring")
+    p.add_argument("--eval-depth", type=int, default=40, help="held-out pool depth reranked when measuring")
+    p.add_argument("--gold-depth", type=int, default=80, help="fused candidates reranked on gold-dev")
     p.add_argument("--gold", action="store_true", help="also measure on shared/eval/gold-dev.jsonl")
     p.add_argument("--no-train", action="store_true", help="build the data and measure the interim only")
     return p.parse_args(argv)
@@ -63,6 +68,7 @@ class Trainer:
 
         self.args = args
         self.groups = groups
+        self.indexes = indexes
         self.cache = FeatureCache(args.max_tokens)
         t0 = time.perf_counter()
         for g in groups:
@@ -106,13 +112,45 @@ class Trainer:
             rr += next((1.0 / r for r, i in enumerate(order[:10], 1) if i in g.supporters), 0.0)
         return {"recall@8": r8 / max(len(val), 1), "mrr@10": rr / max(len(val), 1)}
 
+    def val_report(self, head, depth: int) -> dict:  # type: ignore[no-untyped-def]
+        """Held-out helper questions from the cached states: fused order, the cosine alone, the head, and
+        the head blended with the election's order. A hit: a kept passage holds the question's quote."""
+        import torch
+
+        from services.rerank.guarantees import Candidate, ranked, select
+        from services.rerank.train.evaluate import prior_variants, summarise
+
+        hits: dict[str, dict[str, bool]] = {}
+        ranks: dict[str, list[int]] = {}
+        pool_hits = 0
+        for n, g in enumerate(self.groups):
+            if g.split != "val":
+                continue
+            index = self.indexes[g.family_id]
+            pool = g.pool[:depth]
+            pool_hits += any(i in g.supporters for i in pool)
+            with torch.no_grad():
+                s, c = head.score(*self.tensors(n, pool))
+            variants = {"fused": list(-np.arange(len(pool), dtype=float)), "cosine": list(c.numpy())}
+            variants["trained"] = list(s.numpy())
+            variants.update(prior_variants("trained", variants["trained"]))
+            variants.update(prior_variants("cosine", [SCALE * x for x in variants["cosine"]]))
+            cands = [Candidate(index.passages[i].doc_kind, index.passages[i].game) for i in pool]
+            for name, scores in variants.items():
+                sel = select(cands, scores, "", 8)
+                hits.setdefault(name, {})[str(n)] = any(pool[i] in g.supporters for i in sel.kept)
+                order = [pool[i] for i in ranked(scores)]
+                first = next((r for r, i in enumerate(order[:10], 1) if i in g.supporters), 0)
+                ranks.setdefault(name, []).append(first)
+        return summarise(hits, ranks, sum(g.split == "val" for g in self.groups), pool_hits, depth)
+
     def fit(self):  # type: ignore[no-untyped-def]
         import torch
 
         from services.rerank.train.model import Head
 
         args = self.args
-        head = Head()
+        head = Head(hidden=args.hidden, dropout=args.dropout)
         opt = torch.optim.AdamW(head.parameters(), lr=args.lr, weight_decay=args.weight_decay)
         train = [n for n, g in enumerate(self.groups) if g.split == "train"]
         val = [n for n, g in enumerate(self.groups) if g.split == "val"]
@@ -122,6 +160,9 @@ class Trainer:
         log.info("epoch 0 (the cosine alone): %s", history[0])
         t0 = time.perf_counter()
         for epoch in range(1, args.epochs + 1):
+            if (time.perf_counter() - t0) / 60 > args.max_minutes:
+                log.warning("time budget %.0f min spent: stop before epoch %d", args.max_minutes, epoch)
+                break
             head.train()
             rng.shuffle(train)
             losses = []
@@ -149,43 +190,6 @@ class Trainer:
         return head, {"history": history, "minutes": round((time.perf_counter() - t0) / 60, 2)}
 
 
-def measure_groups(conn, groups, indexes, scorers, depth):  # type: ignore[no-untyped-def]
-    """Held-out helper questions through real scorers: a hit is any passage holding the question's quote."""
-    from services.rerank.guarantees import Candidate, ranked, select
-
-    names = ["fused", *scorers]
-    hits: dict[str, dict[str, bool]] = {n: {} for n in names}
-    rr: dict[str, list[float]] = {n: [] for n in names}
-    for n, g in enumerate(groups):
-        index = indexes[g.family_id]
-        pool = g.pool[:depth]
-
-        def first(order: list[int], g=g) -> float:  # type: ignore[no-untyped-def]
-            return next((1.0 / r for r, i in enumerate(order[:10], 1) if i in g.supporters), 0.0)
-
-        hits["fused"][str(n)] = any(i in g.supporters for i in pool[:8])
-        rr["fused"].append(first(pool))
-        cands = [Candidate(index.passages[i].doc_kind, index.passages[i].game) for i in pool]
-        texts = [index.passages[i].text for i in pool]
-        for name, scorer in scorers.items():
-            scores = [float(s) for s in scorer.score(g.question, texts)]
-            sel = select(cands, scores, "", 8)
-            hits[name][str(n)] = any(pool[i] in g.supporters for i in sel.kept)
-            rr[name].append(first([pool[i] for i in ranked(scores)]))
-    total = max(len(groups), 1)
-    out: dict = {
-        n: {
-            "recall@8": round(sum(hits[n].values()) / total, 4),
-            "mrr@10": round(float(np.mean(rr[n])) if rr[n] else 0.0, 4),
-            "hits": hits[n],
-        }
-        for n in names
-    }
-    pool_hits = sum(any(i in g.supporters for i in g.pool[:depth]) for g in groups)
-    out["pool"] = {f"recall@{depth}": round(pool_hits / total, 4), "questions": len(groups)}
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -195,9 +199,10 @@ def main(argv: list[str] | None = None) -> int:
     from rulesage import db
     from rulesage.config import state_dir
     from rulesage.embed import shared_embedder
-    from services.rerank.scorer import CosineScorer, RuntimeOptions, TrainedScorer, sha256_file
+    from services.rerank.scorer import RuntimeOptions, TrainedScorer, sha256_file
     from services.rerank.train.data import GOLD, build_groups, family_ids, load_questions
-    from services.rerank.train.evaluate import flips, gold_items, measure
+    from services.rerank.train.evaluate import flips, gold_items, measure, prior_variants
+    from services.rerank.train.model import export_head, merge
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -213,39 +218,49 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"args": vars(args), "questions_read": len(questions), "data": dict(counts)}
     report["train_groups_by_source"] = dict(Counter(g.source for g in groups if g.split == "train"))
     opts = RuntimeOptions(threads=args.threads, max_tokens=args.max_tokens)
-    scorers: dict = {"interim-cosine": CosineScorer(opts)}
-    if not args.no_train:
-        from services.rerank.train.model import export_head, merge
+    trainer = Trainer(args, groups, indexes)
+    if args.no_train:
+        from services.rerank.train.model import Head
 
-        trainer = Trainer(args, groups, indexes)
-        head, info = trainer.fit()
-        report["training"] = info
-        export_head(head, work / "head.onnx")
-        # The very int8 graph the token states came from (rulesage.embed's export).
-        encoder = state_dir() / "models" / f"minilm-l6-v2-{shared_embedder().variant}.onnx"
-        merge(encoder, work / "head.onnx", work / "reranker-int8.onnx")
-        config = {
-            "max_window_tokens": args.max_tokens,
-            "question_tokens": 64,
-            "encoder": shared_embedder().identity.model,
-            "inputs": ["input_ids", "attention_mask", "token_type_ids"],
-        }
-        (work / "reranker.json").write_text(json.dumps(config, indent=1) + "\n")
-        scorers["trained-int8"] = TrainedScorer(work / "reranker-int8.onnx", opts)
-        report["artifact"] = {
-            "bytes": (work / "reranker-int8.onnx").stat().st_size,
-            "sha256": sha256_file(work / "reranker-int8.onnx"),
-        }
-    val_groups = [g for g in groups if g.split == "val"]
-    report["val"] = measure_groups(conn, val_groups, indexes, scorers, args.eval_depth)
+        head, report["training"] = Head().eval(), {"epochs": 0}
+    else:
+        head, report["training"] = trainer.fit()
+    report["val"] = trainer.val_report(head, args.eval_depth)
+    (work / "metrics.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    export_head(head, work / "head.onnx")
+    # The very int8 graph the token states came from (rulesage.embed's export).
+    encoder = state_dir() / "models" / f"minilm-l6-v2-{shared_embedder().variant}.onnx"
+    merge(encoder, work / "head.onnx", work / "reranker-int8.onnx")
+    config = {
+        "max_window_tokens": args.max_tokens,
+        "question_tokens": 64,
+        "encoder": shared_embedder().identity.model,
+        "inputs": ["input_ids", "attention_mask", "token_type_ids"],
+    }
+    (work / "reranker.json").write_text(json.dumps(config, indent=1) + "\n")
+    scorer = TrainedScorer(work / "reranker-int8.onnx", opts)
+    report["artifact"] = {
+        "bytes": (work / "reranker-int8.onnx").stat().st_size,
+        "sha256": sha256_file(work / "reranker-int8.onnx"),
+    }
     if args.gold:
+
+        def variants(question: str, texts: list[str], pool: list[int]) -> dict[str, list[float]]:
+            score, cosine = scorer.score_and_cosine(question, texts)
+            out = {"cosine": list(map(float, cosine)), "trained": list(map(float, score))}
+            out.update(prior_variants("trained", out["trained"]))
+            out.update(prior_variants("cosine", [SCALE * x for x in out["cosine"]]))
+            return out
+
+        t0 = time.perf_counter()
         items = gold_items(GOLD, family_ids(conn))
-        report["gold"] = measure(conn, items, indexes, scorers, depth=args.eval_depth)
+        report["gold"] = measure(conn, items, indexes, variants, depth=args.gold_depth)
+        log.info("gold measured in %.1f min", (time.perf_counter() - t0) / 60)
     for split in ("val", "gold"):
         res = report.get(split) or {}
-        if "trained-int8" in res:
-            res["flips_vs_fused"] = flips(res["fused"]["hits"], res["trained-int8"]["hits"])
-            res["flips_vs_interim"] = flips(res["interim-cosine"]["hits"], res["trained-int8"]["hits"])
+        if "trained" in res:
+            res["flips_trained_vs_fused"] = flips(res["fused"]["hits"], res["trained"]["hits"])
+            res["flips_trained_vs_cosine"] = flips(res["cosine"]["hits"], res["trained"]["hits"])
     (work / "metrics.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     summary = {
         split: {
@@ -255,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         for split in ("val", "gold")
     }
     print(json.dumps({"data": report["data"], "training": report.get("training"), **summary}, indent=1))
-    if not args.no_train and args.out:
+    if args.out and not args.no_train:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(work / "reranker-int8.onnx", out / "reranker-int8.onnx")

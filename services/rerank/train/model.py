@@ -23,8 +23,11 @@ SCALE = 20.0
 
 
 class Head(nn.Module):
-    def __init__(self, dim: int = HIDDEN, attn: int = 96, hidden: int = 128, scale: float = SCALE) -> None:
+    def __init__(
+        self, dim: int = HIDDEN, attn: int = 96, hidden: int = 128, scale: float = SCALE, dropout: float = 0.0
+    ) -> None:
         super().__init__()
+        self.drop = nn.Dropout(dropout)
         self.q = nn.Linear(dim, attn)
         self.k = nn.Linear(dim, attn)
         self.mlp = nn.Sequential(nn.Linear(3 * dim + 2, hidden), nn.GELU(), nn.Linear(hidden, 1))
@@ -68,7 +71,7 @@ class Head(nn.Module):
             ],
             dim=-1,
         )
-        return self.scale * cosine + self.mlp(feats).squeeze(-1), cosine
+        return self.scale * cosine + self.mlp(self.drop(feats)).squeeze(-1), cosine
 
     def forward(
         self, hidden: torch.Tensor, attention_mask: torch.Tensor
