@@ -1,6 +1,6 @@
 """Ingest the whole shelf into a fresh database, then again unchanged; print passages/s end to end.
 
-    .venv/bin/python bench/bench_ingest.py [--shelf /work/shared/corpus/shelf.toml] [--game SLUG ...] [--keep]
+    .venv/bin/python bench/bench_ingest.py [--shelf ../shared/corpus/shelf.toml] [--game SLUG ...] [--keep]
 
 The database is created with a random name on the configured server (DATABASE_URL or the embedded one),
 migrated, and dropped at the end unless --keep. Target: >= 30 passages/s on a 2-core machine.
@@ -20,13 +20,14 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from rulesage.config import shared_dir  # noqa: E402
 from rulesage.db import database_url, migrate  # noqa: E402
 from rulesage.ingest.pipeline import ingest_shelf  # noqa: E402
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shelf", type=Path, default=Path("/work/shared/corpus/shelf.toml"))
+    ap.add_argument("--shelf", type=Path, default=shared_dir() / "corpus" / "shelf.toml")
     ap.add_argument("--game", action="append", default=None)
     ap.add_argument("--keep", action="store_true", help="keep the database (its URL is printed)")
     ap.add_argument("--no-progress", action="store_true")

@@ -1,6 +1,6 @@
 """Extraction fidelity: does some passage of the right document hold each gold evidence quote, on its page?
 
-usage: .venv/bin/python bench/extraction_fidelity.py [--shared /work/shared] [--docs KEY,KEY] [--misses N]
+usage: .venv/bin/python bench/extraction_fidelity.py [--shared ../shared] [--docs KEY,KEY] [--misses N]
 
 Parses the shelf's documents with rulesage.ingest.parse.parse_document (the latest release of each key),
 then for every evidence item of eval/gold-dev.jsonl checks rulesage.text.supports on the passages of that
@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
+from rulesage.config import shared_dir
 from rulesage.ingest.model import ParsedDocument, PassageDraft
 from rulesage.ingest.parse import parse_document
 from rulesage.text import normalise, supports
@@ -93,7 +94,7 @@ def token_counter():  # type: ignore[no-untyped-def]
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shared", type=Path, default=Path("/work/shared"))
+    ap.add_argument("--shared", type=Path, default=shared_dir())
     ap.add_argument("--docs", default="", help="only these keys (comma-separated)")
     ap.add_argument("--misses", type=int, default=50, help="print at most this many misses")
     ap.add_argument("--no-tokens", action="store_true", help="skip the token-window statistics")

@@ -20,6 +20,12 @@ class ConfigError(RuntimeError):
     """A configuration variable is missing or malformed; the message names it."""
 
 
+def shared_dir() -> Path:
+    """Shared material (corpus, eval): $RULESAGE_SHARED or ``../shared`` beside the project."""
+    raw = os.environ.get("RULESAGE_SHARED")
+    return Path(raw) if raw else ROOT.parent / "shared"
+
+
 def state_dir() -> Path:
     """Project-local state folder (Postgres data, model caches, logs): $RULESAGE_STATE_DIR or ./.rulesage."""
     raw = os.environ.get("RULESAGE_STATE_DIR")

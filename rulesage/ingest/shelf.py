@@ -1,6 +1,6 @@
 """The shelf manifest (``shelf.toml``): which games exist, in which family, and which documents they own.
 
-Format (see /work/shared/corpus/shelf.toml)::
+Format (see ../shared/corpus/shelf.toml)::
 
     [[game]]      slug, name, family
     [[document]]  game | family, key, title, kind, path (relative to the manifest), licence,

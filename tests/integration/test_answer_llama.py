@@ -18,13 +18,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from rulesage.config import shared_dir
 from services.answer import loop
 from services.answer.backends.llama import smollm2_gguf
 from services.answer.citations import PassageView, Verdict
 
 pytestmark = [pytest.mark.integration, pytest.mark.llama]
 
-CR = Path("/work/shared/corpus/mtg/MagicCompRules_20220429.txt")
+CR = shared_dir() / "corpus" / "mtg" / "MagicCompRules_20220429.txt"
 QUESTIONS = [
     "My creature with trample is blocked. Where does the extra damage go?",
     "Does a creature with trample twice get any extra benefit?",

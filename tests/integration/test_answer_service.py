@@ -25,6 +25,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from rulesage import runner
+from rulesage.config import shared_dir
 from rulesage.db import database_url, migrate
 from rulesage.v1 import answer_pb2, answer_pb2_grpc, common_pb2
 from services.answer.context import PgLibrary
@@ -33,7 +34,7 @@ from services.answer.settings import AnswerSettings
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
-CR = Path("/work/shared/corpus/mtg/MagicCompRules_20220429.txt")
+CR = shared_dir() / "corpus" / "mtg" / "MagicCompRules_20220429.txt"
 RULES = ("510.1", "702.19", "702.20")
 DOC_KEY = "answer-test-cr"
 VERSION = "2022-04-29"

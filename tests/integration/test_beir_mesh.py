@@ -15,12 +15,13 @@ import psycopg
 import pytest
 
 from rulesage import beir, runner
+from rulesage.config import shared_dir
 from rulesage.db import connect, database_url, migrate
 from services.dense.server import DenseService
 from services.lexical.server import LexicalService
 
 pytestmark = pytest.mark.integration
-SCIFACT = Path("/work/shared/eval/scifact")
+SCIFACT = shared_dir() / "eval" / "scifact"
 N = 50
 
 

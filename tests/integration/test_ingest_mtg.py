@@ -1,7 +1,7 @@
 """MTG Comprehensive Rules: a change article supersedes the old wording of the rules it changes; the next
 release replaces the old one, re-embedding only the changed rules, and nothing of it stays hidden.
 
-Reads the books from /work/shared (eval-only licence: never copied into the project)."""
+Reads the books from ../shared (eval-only licence: never copied into the project)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from rulesage.config import shared_dir
 from rulesage.db import connect, database_url, migrate
 from rulesage.ingest.pipeline import ingest_shelf
 from rulesage.text import normalise
 
 pytestmark = pytest.mark.integration
 
-MTG = Path("/work/shared/corpus/mtg")
+MTG = shared_dir() / "corpus" / "mtg"
 OLD = MTG / "MagicCompRules_20220218.txt"
 NEW = MTG / "MagicCompRules_20220429.txt"
 CHANGES = MTG / "comprehensive-rules-changes-2022-04-20.md"

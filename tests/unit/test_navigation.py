@@ -4,7 +4,10 @@ from rulesage.ingest.navigation import is_navigation
 
 
 def test_contents_and_index_pages_are_navigation() -> None:
-    toc = "Contents\n1\tIntroduction\t1\n2.1\tSetup . . . . . . . . . . . . . . . .\t2\n2.2\tMovement . . . . . . . . .\t3"
+    toc = (
+        "Contents\n1\tIntroduction\t1\n2.1\tSetup . . . . . . . . . . . . . . . .\t2\n"
+        "2.2\tMovement . . . . . . . . .\t3"
+    )
     index = "Ability Rolls......................189\tRunning.............................51\nDwarves.......12"
     assert is_navigation(toc)
     assert is_navigation(index)

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from rulesage.config import shared_dir
 from rulesage.ingest.shelf import ShelfError, load_shelf, parse_shelf
 
-SHARED_SHELF = Path("/work/shared/corpus/shelf.toml")
+SHARED_SHELF = shared_dir() / "corpus" / "shelf.toml"
 
 
 def _write(tmp_path: Path, body: str, files: tuple[str, ...] = ("a.md", "b.md", "g.md", "e.md")) -> Path:
