@@ -234,6 +234,7 @@ async def _gold(url: str, gold: list[dict[str, Any]], answer: bool) -> dict[str,
                     if q["answerable"] and any(supports_evidence(p, ev) for ev in q["evidence"]):
                         correct = True
                 row["invalid_citations"] = invalid
+                row["confidence"] = float(ruling["wrench"].get("answer", {}).get("confidence") or 0.0)
                 row["answered_correctly"] = correct and ruling["verdict"] == "answered"
             rows.append(row)
     finally:
@@ -298,6 +299,21 @@ def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answ
             sum(r.get("verdict") != "answered" for r in unans) / (len(unans) or 1), 3
         )
         report["invalid_citations"] = sum(r.get("invalid_citations", 0) for r in rows)
+        from services.answer.backends.extractive import calibrate_threshold
+
+        cal = calibrate_threshold([(r["confidence"], r["answerable"]) for r in rows if "confidence" in r])
+        report["abstain_calibration"] = (
+            {
+                "threshold": round(cal.threshold, 4),
+                "answered_share": round(cal.answered_share, 3),
+                "abstain_precision": round(cal.abstain_precision, 3),
+                "abstain_recall": round(cal.abstain_recall, 3),
+                "note": "the RULESAGE_EXTRACTIVE_THRESHOLD meeting precision >= 0.9 and recall >= 0.8 that "
+                "answers the most, from this run's confidences",
+            }
+            if cal
+            else {"note": "no threshold meets abstain precision >= 0.9 and recall >= 0.8 on this run"}
+        )
         report["verdicts"] = {
             v: sum(r.get("verdict") == v for r in rows) for v in ("answered", "not_in_book", "unavailable")
         }
