@@ -27,11 +27,12 @@ from pathlib import Path
 
 import psycopg
 
+from rulesage.config import shared_dir
 from rulesage.text import normalise, supports
 from services.rerank.train.pool import FamilyIndex
 
 log = logging.getLogger(__name__)
-GOLD = Path("/work/shared/eval/gold-dev.jsonl")
+GOLD = shared_dir() / "eval" / "gold-dev.jsonl"
 
 
 @dataclass(frozen=True)

@@ -4,17 +4,28 @@ question, kept as float16 token states so the relevance head trains without re-r
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
 from services.rerank.scorer import Tokens, length_batches, pad
 
 
-class FeatureCache:
-    def __init__(self, max_tokens: int, batch: int = 16) -> None:
-        from rulesage.embed import shared_embedder
+def encoder_path(variant: str) -> Path:
+    """rulesage.embed's ONNX export of MiniLM-L6 in the state folder (exported on first use)."""
+    from rulesage.config import state_dir
+    from rulesage.embed import export_onnx
 
-        self.session = shared_embedder().session
+    models = state_dir() / "models"
+    path = models / f"minilm-l6-v2-{variant}.onnx"
+    return path if path.exists() else export_onnx(models, variant)
+
+
+class FeatureCache:
+    def __init__(self, max_tokens: int, variant: str = "int8", batch: int = 16, threads: int = 2) -> None:
+        from services.rerank.scorer import RuntimeOptions, session
+
+        self.session = session(encoder_path(variant), RuntimeOptions(threads=threads))
         self.tokens = Tokens(max_tokens)
         self.batch = batch
         self.windows: dict[tuple[int, int], np.ndarray] = {}  # (family, position) -> (L, 384) float16

@@ -39,8 +39,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--dropout", type=float, default=0.0, help="dropout on the head's features")
+    p.add_argument("--fused-prior", type=float, default=0.0, help="weight of the fused order when serving")
     p.add_argument("--hidden", type=int, default=128, help="the head's hidden width")
     p.add_argument("--max-tokens", type=int, default=256, help="window word pieces ([CLS]/[SEP] included)")
+    p.add_argument(
+        "--encoder", choices=["int8", "fp32"], default="int8", help="encoder of the training states"
+    )
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--val-share", type=float, default=0.1)
@@ -69,7 +73,7 @@ class Trainer:
         self.args = args
         self.groups = groups
         self.indexes = indexes
-        self.cache = FeatureCache(args.max_tokens)
+        self.cache = FeatureCache(args.max_tokens, args.encoder, threads=args.threads)
         t0 = time.perf_counter()
         for g in groups:
             index = indexes[g.family_id]
@@ -197,11 +201,10 @@ def main(argv: list[str] | None = None) -> int:
     log.setLevel(logging.INFO)
     seed_all(args.seed, args.threads)
     from rulesage import db
-    from rulesage.config import state_dir
-    from rulesage.embed import shared_embedder
     from services.rerank.scorer import RuntimeOptions, TrainedScorer, sha256_file
     from services.rerank.train.data import GOLD, build_groups, family_ids, load_questions
     from services.rerank.train.evaluate import flips, gold_items, measure, prior_variants
+    from services.rerank.train.features import encoder_path
     from services.rerank.train.model import export_head, merge
 
     work = Path(args.work)
@@ -228,14 +231,18 @@ def main(argv: list[str] | None = None) -> int:
     report["val"] = trainer.val_report(head, args.eval_depth)
     (work / "metrics.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     export_head(head, work / "head.onnx")
-    # The very int8 graph the token states came from (rulesage.embed's export).
-    encoder = state_dir() / "models" / f"minilm-l6-v2-{shared_embedder().variant}.onnx"
-    merge(encoder, work / "head.onnx", work / "reranker-int8.onnx")
+    # The shipped graph always runs the int8 encoder (the 25 MB budget); with --encoder int8 (the default)
+    # it is the very graph the head's training states came from.
+    merge(encoder_path("int8"), work / "head.onnx", work / "reranker-int8.onnx")
     config = {
         "max_window_tokens": args.max_tokens,
         "question_tokens": 64,
-        "encoder": shared_embedder().identity.model,
+        "encoder": "minilm-l6-v2-int8.onnx (rulesage.embed export)",
+        "head_trained_on": f"minilm-l6-v2-{args.encoder} token states",
         "inputs": ["input_ids", "attention_mask", "token_type_ids"],
+        # Served score = model score - fused_prior * ln(1 + position in the fused list); chosen on the
+        # held-out helper questions (val), never on gold.
+        "fused_prior": args.fused_prior,
     }
     (work / "reranker.json").write_text(json.dumps(config, indent=1) + "\n")
     scorer = TrainedScorer(work / "reranker-int8.onnx", opts)
