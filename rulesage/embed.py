@@ -149,6 +149,7 @@ class Embedder:
         )
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.enable_cpu_mem_arena = False  # batch shapes vary: a growing arena kept RSS climbing under load
         self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self.session.get_inputs()}
         tok = Tokenizer.from_file(str(package_model_dir() / "tokenizer.json"))
