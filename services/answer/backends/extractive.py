@@ -1,16 +1,13 @@
 """extractive: the embedded default, no language model. It quotes the sentence(s) of the shown passages that
 best answer the question, verbatim with their page, and abstains below a relevance threshold.
 
-Sentences are scored by a relevance scorer in [0, 1]: the trained reranker (clipped to [0, 1]) when
-``services.rerank`` and its model file are present, else the MiniLM bi-encoder's cosine. A sentence's
-score blends its own relevance (with its heading, so a short sentence keeps its topic) and its passage's
-(the reranker's score when the road carries it).
+Sentences are scored by a relevance scorer in [0, 1] (the MiniLM bi-encoder's cosine). A sentence's score
+blends its own relevance (with its heading, so a short sentence keeps its topic) and its passage's.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import math
 import re
@@ -56,36 +53,11 @@ class BiEncoderScorer:
         return [float(x) for x in np.clip(m @ q, 0.0, 1.0)]
 
 
-class CrossEncoderScorer:
-    """The reranker's trained model (``services.rerank.scorer.TrainedScorer``). Its score is a cosine plus a
-    learned correction (services/rerank/model/MODEL_CARD.md), so it is clipped to [0, 1] like the cosine."""
-
-    def __init__(self, model: object, identity: str) -> None:
-        self.model = model
-        self.identity = f"reranker:{identity}"
-
-    def score(self, question: str, texts: Sequence[str]) -> list[float]:
-        raw = self.model.score(question, list(texts))  # type: ignore[attr-defined]
-        return [float(x) for x in np.clip(np.asarray(raw, dtype=np.float64), 0.0, 1.0)]
-
-
-def load_cross_encoder() -> CrossEncoderScorer | None:
-    """The rerank service's trained model when its package and model file are present; None otherwise
-    (imported lazily: the answer service does not need the rerank package)."""
-    try:
-        mod = importlib.import_module("services.rerank.scorer")
-        model_file = mod.MODEL_FILE
-        if not model_file.exists():
-            return None
-        model = mod.TrainedScorer(model_file, mod.RuntimeOptions())
-    except (ImportError, AttributeError, OSError, ValueError) as exc:
-        log.info("reranker model not usable here (%s): using the MiniLM cosine", exc)
-        return None
-    return CrossEncoderScorer(model, str(getattr(model, "identity", model_file.name)))
-
-
 def default_scorer() -> Scorer:
-    return load_cross_encoder() or BiEncoderScorer()
+    """The MiniLM cosine. The shipped reranker's scores are not on a [0, 1] scale (20 x cosine + a learned
+    correction, then blended with the fused order), so clipping them saturated every sentence at 1 and the
+    backend never abstained; the cosine is the scale the threshold is calibrated on."""
+    return BiEncoderScorer()
 
 
 # -- sentences ---------------------------------------------------------------------------------------------
@@ -153,19 +125,14 @@ class Candidate:
 def rank_sentences(question: str, passages: Sequence[PassageView], scorer: Scorer) -> list[Candidate]:
     """Every sentence of every passage, best first, scored SENTENCE_WEIGHT * sentence + rest * passage.
 
-    The passage's relevance is the careful reader's own score when the road carries one for every passage
-    (clipped to [0, 1]: the reranker's score is cosine-scaled), which saves reading each passage again;
-    otherwise the scorer reads the passages too."""
+    The passage's relevance comes from the same scorer (the reranker's scores on the wire are on another
+    scale and blended with the fused order, so they are not reused here)."""
     spans = [(p, s, e) for p in passages for s, e in sentences(p.text)]
     if not spans:
         return []
     texts = [(p.heading_path[-1] + ": " if p.heading_path else "") + p.text[s:e] for p, s, e in spans]
-    reranked = all(p.rerank_score is not None for p in passages)
-    scores = scorer.score(question, texts if reranked else texts + [p.text for p in passages])
-    if reranked:
-        per_passage = {p.id: min(1.0, max(0.0, float(p.rerank_score or 0.0))) for p in passages}
-    else:
-        per_passage = {p.id: scores[len(texts) + i] for i, p in enumerate(passages)}
+    scores = scorer.score(question, texts + [p.text for p in passages])
+    per_passage = {p.id: scores[len(texts) + i] for i, p in enumerate(passages)}
     out = [
         Candidate(p, s, e, SENTENCE_WEIGHT * scores[i] + (1 - SENTENCE_WEIGHT) * per_passage[p.id])
         for i, (p, s, e) in enumerate(spans)
