@@ -154,12 +154,17 @@ def only(spans: list[Span], name: str, kind: int | None = None) -> Span:
 
 
 def wait_for(rec: Receiver, trace_id: str, services: set[str], timeout: float = 30) -> list[Span]:
-    """The trace's spans once every service has sent its part and nothing new arrived for a second."""
+    """The trace's spans once every service has sent its part, the tree is whole (a root, and every parent
+    present: batch exporters send the root last) and nothing new arrived for a second."""
     end = time.monotonic() + timeout
     seen, still = -1, 0.0
     while time.monotonic() < end:
         spans = rec.trace(trace_id)
-        if services <= {s.service for s in spans} and len(spans) == seen:
+        ids = {s.span_id for s in spans}
+        whole = any(not s.parent_id for s in spans) and all(
+            not s.parent_id or s.parent_id in ids for s in spans
+        )
+        if services <= {s.service for s in spans} and whole and len(spans) == seen:
             if time.monotonic() - still >= 1.0:
                 return spans
         else:
