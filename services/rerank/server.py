@@ -120,6 +120,8 @@ class RerankServicer(rerank_pb2_grpc.RerankerServicer):
         assert scorer is not None
         if request.keep < 0:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "keep must be >= 0 (0 means 8)")
+        if not request.question.strip():
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the question is empty")
         if len(request.question) > s.rulesage_max_question_chars:
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT,

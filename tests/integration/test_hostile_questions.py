@@ -334,15 +334,7 @@ def test_answer_refuses_bad_questions(mesh: Mesh, question: str) -> None:
     assert code == grpc.StatusCode.INVALID_ARGUMENT and details, (code, details)
 
 
-RERANK_EMPTY = pytest.mark.xfail(
-    strict=True,
-    reason="services/rerank: an empty question is scored like any other (OK) instead of INVALID_ARGUMENT",
-)
-
-
-@pytest.mark.parametrize(
-    "question", [pytest.param("", marks=RERANK_EMPTY), "why? " * (MB // 5)], ids=["empty", "1MB"]
-)
+@pytest.mark.parametrize("question", ["", "why? " * (MB // 5)], ids=["empty", "1MB"])
 def test_rerank_refuses_bad_questions(mesh: Mesh, question: str) -> None:
     with grpc.insecure_channel(mesh.addr["rerank"]) as ch:
         code, details = _code(
