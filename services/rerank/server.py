@@ -8,16 +8,16 @@ callers fall back to the fused order.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import grpc
 
 from rulesage import telemetry
+from rulesage.admission import Gate, Saturated
 from rulesage.config import CommonSettings, ConfigError, load
 from rulesage.v1 import common_pb2, rerank_pb2, rerank_pb2_grpc
 from services.rerank.deal import deal
@@ -56,33 +56,6 @@ def check(settings: RerankSettings) -> RerankSettings:
     if settings.rulesage_rerank_max_tokens > 512:
         raise ConfigError("bad configuration: RULESAGE_RERANK_MAX_TOKENS: MiniLM reads at most 512 tokens")
     return settings
-
-
-class Saturated(Exception):
-    """More requests are waiting than the queue allows."""
-
-
-class Gate:
-    """Bounded concurrency with a bounded queue (an asyncio.Semaphore plus a count of waiters)."""
-
-    def __init__(self, concurrency: int, max_queue: int) -> None:
-        self._sem = asyncio.Semaphore(concurrency)
-        self.max_queue = max_queue
-        self.waiting = 0
-
-    @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        if self._sem.locked() and self.waiting >= self.max_queue:
-            raise Saturated(f"{self.waiting} requests already waiting")
-        self.waiting += 1
-        try:
-            await self._sem.acquire()
-        finally:
-            self.waiting -= 1
-        try:
-            yield
-        finally:
-            self._sem.release()
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -35,6 +34,7 @@ import pytest
 
 from rulesage.config import state_dir
 from rulesage.text import find_quote
+from tests.isolated_mesh import free_block
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,21 +46,6 @@ QUESTIONS = [
     ("solitaire-klondike", "how many cards do I deal from the stock?"),
 ]
 ASK_TIMEOUT_S = 90.0
-
-
-def free_block(size: int) -> int:
-    for base in range(53000, 61000, 89):
-        ok = True
-        for port in range(base, base + size):
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise RuntimeError("no free port block")
 
 
 @dataclass

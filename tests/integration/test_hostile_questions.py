@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -34,27 +33,13 @@ from rulesage.v1 import (
     rerank_pb2,
     rerank_pb2_grpc,
 )
+from tests.isolated_mesh import free_block
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 GAME = "solitaire-golf"
 SERVICES = ("lexical", "dense", "aisle", "fusion", "rerank", "answer", "doorman")
 MB = 1_000_000
-
-
-def free_block(size: int) -> int:
-    for base in range(54000, 61000, 83):
-        ok = True
-        for port in range(base, base + size):
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise RuntimeError("no free port block")
 
 
 class Mesh:

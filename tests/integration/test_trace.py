@@ -24,7 +24,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_serv
 from opentelemetry.proto.common.v1 import common_pb2
 
 from rulesage.config import state_dir
-from tests.integration.test_launcher import free_block
+from tests.isolated_mesh import free_block
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
