@@ -17,10 +17,10 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -61,6 +61,55 @@ class Service(Protocol):
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
+
+
+class _Undecodable:
+    """What a request that does not parse becomes, so the call can answer INVALID_ARGUMENT."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+class DecodeInterceptor(grpc.aio.ServerInterceptor):
+    """Answers a request that does not parse (truncated bytes, a string field that is not UTF-8) with
+    INVALID_ARGUMENT and a message, where grpc.aio alone answers UNKNOWN "Unexpected DecodeError"."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        # Unary requests only: the health Watch stream and reflection are grpc's own and left alone.
+        if handler is None or handler.request_streaming or handler.response_streaming:
+            return handler
+        decode = handler.request_deserializer
+        if decode is None:
+            return handler
+
+        def tolerant(raw: bytes) -> Any:
+            try:
+                return decode(raw)
+            except Exception as exc:  # protobuf's DecodeError, or UnicodeDecodeError for string fields
+                why = str(exc).rpartition(": ")[2] or type(exc).__name__  # "String field had bad UTF-8"
+                return _Undecodable(f"the request does not parse: {why} (every string must be UTF-8)")
+
+        def guarded(behavior: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                if isinstance(request, _Undecodable):
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.reason)
+                response = behavior(request, context)
+                return await response if asyncio.iscoroutine(response) else response
+
+            return unary
+
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                guarded(handler.unary_unary),
+                request_deserializer=tolerant,
+                response_serializer=handler.response_serializer,
+            )
+        return handler
 
 
 class ServiceSettings(CommonSettings):
@@ -112,7 +161,9 @@ class Running:
 async def start(service: Service, host: str = "127.0.0.1", port: int = 0, port_file: str = "") -> Running:
     """Bind, serve NOT_SERVING while the service starts, then SERVING. RuntimeError if the port is taken."""
     # Requests and errors by method and status code; the tracing interceptor (telemetry.setup) wraps this one.
-    server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=[telemetry.MetricsInterceptor(service.name)])
+    server = grpc.aio.server(
+        options=GRPC_OPTIONS, interceptors=[telemetry.MetricsInterceptor(service.name), DecodeInterceptor()]
+    )
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     service.register(server)

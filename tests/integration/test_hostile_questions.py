@@ -360,13 +360,15 @@ def test_invalid_utf8_on_the_wire_does_no_harm(mesh: Mesh, service: str, method:
     assert code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="grpc.aio answers a request that does not parse (string field not UTF-8) with UNKNOWN "
-    "'Unexpected DecodeError ...'; INVALID_ARGUMENT needs a deserializer wrapper in rulesage/runner.py",
-)
-def test_invalid_utf8_on_the_wire_is_invalid_argument(mesh: Mesh) -> None:
-    code, details = _raw_call(mesh.addr["fusion"], "/rulesage.v1.Fusion/Fuse", BAD_UTF8)
+@pytest.mark.parametrize(("service", "method"), WIRE)
+def test_invalid_utf8_on_the_wire_is_invalid_argument(mesh: Mesh, service: str, method: str) -> None:
+    code, details = _raw_call(mesh.addr[service], method, BAD_UTF8)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT, (code, details)
+    assert "UTF-8" in details and "Traceback" not in details, details
+
+
+def test_truncated_bytes_on_the_wire_are_invalid_argument(mesh: Mesh) -> None:
+    code, details = _raw_call(mesh.addr["fusion"], "/rulesage.v1.Fusion/Fuse", BAD_UTF8[:7])
     assert code == grpc.StatusCode.INVALID_ARGUMENT, (code, details)
 
 
