@@ -10,10 +10,13 @@ import contextlib
 import logging
 import os
 import re
+import time
 import warnings
-from collections.abc import Iterator
+import weakref
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
@@ -136,20 +139,50 @@ def migrate(url: str | None = None) -> list[str]:
     return applied
 
 
-async def _configure_async(conn: psycopg.AsyncConnection) -> None:
-    await register_vector_async(conn)
-    await conn.set_autocommit(True)
+# A connection handed back within this many seconds is handed out again without a round trip to check it:
+# the check (an empty query) cost a round trip per checkout, several per ask. One idle for longer is checked,
+# so after a Postgres restart stale connections are found and replaced before use.
+RECENT_USE_S = 1.0
 
 
-def async_pool(url: str, min_size: int = 1, max_size: int = 4) -> AsyncConnectionPool:
-    """An async pool that checks connections before use, so a service survives a Postgres restart."""
+class _RecentlyUsed:
+    """The pool's ``check`` and ``reset`` callbacks: remember when each connection was last returned
+    healthy, and check only connections that have been idle."""
+
+    def __init__(self) -> None:
+        self._returned: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+
+    async def check(self, conn: psycopg.AsyncConnection) -> None:
+        last = self._returned.pop(conn, None)
+        if last is not None and time.monotonic() - last < RECENT_USE_S and not conn.broken:
+            return
+        await AsyncConnectionPool.check_connection(conn)
+
+    async def reset(self, conn: psycopg.AsyncConnection) -> None:
+        self._returned[conn] = time.monotonic()
+
+
+def async_pool(
+    url: str, min_size: int = 1, max_size: int = 4, session_sql: Sequence[str] = ()
+) -> AsyncConnectionPool:
+    """An async pool that checks idle connections before use, so a service survives a Postgres restart.
+    ``session_sql`` runs once on each new connection (e.g. ``SET hnsw.ef_search``), not once per query."""
+
+    async def configure(conn: psycopg.AsyncConnection) -> None:
+        await register_vector_async(conn)
+        await conn.set_autocommit(True)
+        for stmt in session_sql:
+            await conn.execute(stmt)  # type: ignore[arg-type]
+
+    recent = _RecentlyUsed()
     return AsyncConnectionPool(
         url,
         min_size=min_size,
         max_size=max_size,
         open=False,
-        configure=_configure_async,
-        check=AsyncConnectionPool.check_connection,
+        configure=configure,
+        check=recent.check,
+        reset=recent.reset,
         reconnect_timeout=300,
         timeout=10,
         kwargs={"connect_timeout": 5},

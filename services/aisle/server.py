@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import grpc
 import numpy as np
 
@@ -17,6 +15,7 @@ from services.dense import search
 class AisleService(DbService, arm_pb2_grpc.ArmServicer):
     name = "aisle"
     service_names = (arm_pb2.DESCRIPTOR.services_by_name["Arm"].full_name,)
+    session_sql = search.SESSION_SETTINGS
 
     def register(self, server: grpc.aio.Server) -> None:
         arm_pb2_grpc.add_ArmServicer_to_server(self, server)
@@ -54,12 +53,13 @@ class AisleService(DbService, arm_pb2_grpc.ArmServicer):
                     result.timings.extend(timings.proto())
                     return result
 
-                async def one(doc: select.Document) -> list[select.Hit]:
-                    async with self.pool.connection() as conn:
-                        hits = await search.nearest_in_document(conn, vector, doc.id, select.PER_DOCUMENT)
-                    return [select.Hit(h.passage_id, h.score, doc.id) for h in hits]
-
-                ballot = select.ballot(await asyncio.gather(*(one(d) for d in docs)))
+                async with self.pool.connection() as conn:
+                    best = await search.nearest_per_document(
+                        conn, vector, [d.id for d in docs], select.PER_DOCUMENT
+                    )
+                ballot = select.ballot(
+                    [[select.Hit(h.passage_id, h.score, d.id) for h in best.get(d.id, [])] for d in docs]
+                )
                 span.set_attribute("documents", len(docs))
                 span.set_attribute("candidates.out", len(ballot))
             result.lanes.append("aisle")

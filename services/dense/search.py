@@ -1,7 +1,8 @@
 """pgvector search over a family's live passages.
 
 HNSW with ``hnsw.ef_search`` above the LIMIT and pgvector 0.8's iterative index scan, so the family filter
-(applied after the index scan) never silently shrinks a top-80 to 40 rows.
+(applied after the index scan) never silently shrinks a top-80 to 40 rows. The settings are made once per
+connection (``SESSION_SETTINGS`` as the pool's session SQL), not once per query.
 """
 
 from __future__ import annotations
@@ -28,13 +29,18 @@ ORDER BY embedding <=> %(v)s, id
 LIMIT %(limit)s
 """
 
-DOC_SQL = """
-SELECT id, 1 - (embedding <=> %(v)s) AS score
-FROM passages
-WHERE document_id = %(doc)s AND searchable AND NOT superseded AND retired_at IS NULL
-  AND embedding IS NOT NULL
-ORDER BY embedding <=> %(v)s, id
-LIMIT %(limit)s
+# The best ``limit`` of each document, one round trip for all of them (the aisle's ballot).
+DOCS_SQL = """
+SELECT d.doc, p.id, p.score
+FROM unnest(%(docs)s::int[]) AS d(doc)
+CROSS JOIN LATERAL (
+    SELECT id, 1 - (embedding <=> %(v)s) AS score
+    FROM passages
+    WHERE document_id = d.doc AND searchable AND NOT superseded AND retired_at IS NULL
+      AND embedding IS NOT NULL
+    ORDER BY embedding <=> %(v)s, id
+    LIMIT %(limit)s
+) AS p
 """
 
 
@@ -44,20 +50,19 @@ class Hit:
     score: float
 
 
-async def prepare(conn: Any) -> None:
-    for stmt in SESSION_SETTINGS:
-        await conn.execute(stmt)
-
-
 async def nearest(conn: Any, vector: np.ndarray, family_id: int, limit: int = 80) -> list[Hit]:
     if limit > MAX_LIMIT:
         raise ValueError(f"limit {limit} exceeds hnsw.ef_search {EF_SEARCH}")
-    await prepare(conn)
     cur = await conn.execute(SQL, {"v": vector, "family": family_id, "limit": limit})
     return [Hit(int(r[0]), float(r[1])) for r in await cur.fetchall()]
 
 
-async def nearest_in_document(conn: Any, vector: np.ndarray, document_id: int, limit: int = 8) -> list[Hit]:
-    await prepare(conn)
-    cur = await conn.execute(DOC_SQL, {"v": vector, "doc": document_id, "limit": limit})
-    return [Hit(int(r[0]), float(r[1])) for r in await cur.fetchall()]
+async def nearest_per_document(
+    conn: Any, vector: np.ndarray, document_ids: list[int], limit: int = 8
+) -> dict[int, list[Hit]]:
+    """Each document's ``limit`` nearest live passages (documents with none are absent)."""
+    cur = await conn.execute(DOCS_SQL, {"v": vector, "docs": document_ids, "limit": limit})
+    out: dict[int, list[Hit]] = {}
+    for doc, pid, score in await cur.fetchall():
+        out.setdefault(int(doc), []).append(Hit(int(pid), float(score)))
+    return out

@@ -24,7 +24,7 @@ live AS (
     SELECT id, doc_len FROM passages
     WHERE family_id = %(family)s AND searchable AND NOT superseded AND retired_at IS NULL
 ),
-stats AS (SELECT count(*)::float8 AS n, greatest(avg(doc_len), 1)::float8 AS avgdl FROM live),
+stats AS MATERIALIZED (SELECT count(*)::float8 AS n, greatest(avg(doc_len), 1)::float8 AS avgdl FROM live),
 df AS (
     SELECT po.lexeme, count(*)::float8 AS df
     FROM postings po JOIN q USING (lexeme) JOIN live l ON l.id = po.passage_id
