@@ -9,9 +9,10 @@ again until the time is up; the loop stops by itself and waits for the asks in f
 
 Reports: throughput (rulings/s), p50/p95/p99 end to end (measured by the client) and per stage (from each
 ruling's wrench: its stage timings, search span, answer and total), errors by kind (HTTP status, transport,
-and degraded rulings by the stage missing), and each mesh process's RSS (psutil over the pids in
-`rulesage status --json`, plus Postgres) at the start, at the checkpoint (minute 1) and at the end, with the
-check "memory flat within 10% from minute 1 to the end" (minute 5 in the full run).
+and degraded rulings by the stage missing), and each mesh process's memory (PSS, psutil over the pids in
+`rulesage status --json`, plus Postgres) sampled every 5 s, with the check "memory flat within 10% from
+minute 1 to the end" (minute 5 in the full run): the mean over the 30 s after the checkpoint against the mean
+over the last 30 s.
 
 The gateway rate-limits asks per client (RULESAGE_ASK_RATE, default 6/minute) and every player here is the
 same loopback client: the mesh under test must run with a high limit. ``--start`` brings a mesh up with
@@ -91,13 +92,28 @@ def mesh_pids() -> dict[str, int]:
 
 
 def rss_mb(name: str, pid: int) -> float | None:
-    """Resident memory in MB; Postgres counts its postmaster and every backend."""
+    """Proportional set size (PSS) in MB: resident memory with each shared page split among the processes
+    sharing it. Postgres counts its postmaster and every backend; summing their RSS instead would count the
+    shared buffers once per backend that touched them (it grew 13 % that way while no memory was added)."""
     try:
         proc = psutil.Process(pid)
         procs = [proc, *proc.children(recursive=True)] if name == "postgres" else [proc]
-        return round(sum(p.memory_info().rss for p in procs) / 2**20, 1)
+        return round(sum(p.memory_full_info().pss for p in procs) / 2**20, 1)
     except psutil.Error:
         return None
+
+
+WINDOW_S = 30.0  # each end of the flatness check is the mean of the samples over this long, not one sample
+
+
+def window_mean(trace: list[dict[str, Any]], lo: float, hi: float) -> dict[str, float]:
+    out: dict[str, list[float]] = defaultdict(list)
+    for snap in trace:
+        if lo <= snap["t"] <= hi:
+            for name, mb in snap["rss_mb"].items():
+                if mb is not None:
+                    out[name].append(mb)
+    return {n: round(statistics.fmean(v), 1) for n, v in out.items() if v}
 
 
 # -- questions --------------------------------------------------------------------------------------------
@@ -203,10 +219,16 @@ async def sample_memory(
         now = time.monotonic() - t0
         snap = {n: rss_mb(n, p) for n, p in pids.items()}
         memory["trace"].append({"t": round(now, 1), "rss_mb": snap})
-        if "checkpoint" not in memory and now >= checkpoint_s:
-            memory["checkpoint"] = snap
-            memory["checkpoint_t"] = round(now, 1)
-    memory["end"] = {n: rss_mb(n, p) for n, p in pids.items()}
+    memory["end_sample"] = {n: rss_mb(n, p) for n, p in pids.items()}
+    trace = memory["trace"]
+    last = trace[-1]["t"] if trace else 0.0
+    if last >= checkpoint_s + 2 * WINDOW_S:
+        memory["checkpoint"] = window_mean(trace, checkpoint_s, checkpoint_s + WINDOW_S)
+        memory["checkpoint_t"] = [checkpoint_s, checkpoint_s + WINDOW_S]
+        memory["end"] = window_mean(trace, last - WINDOW_S, last)
+        memory["end_t"] = [round(last - WINDOW_S, 1), last]
+    else:
+        memory["end"] = memory["end_sample"]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -333,7 +355,7 @@ def text_report(r: dict[str, Any]) -> str:
     lines.append(f"  errors: {r['errors'] or 'none'}")
     lines.append(f"  degraded rulings: {r['degraded_rulings']} {r['degraded_by_stage'] or ''}".rstrip())
     mem = r["memory_mb"]
-    lines.append(f"  RSS MB (start / minute 1 at {mem['checkpoint_s']} s / end):")
+    lines.append(f"  PSS MB (start / mean of the 30 s from {mem['checkpoint_s']} s / mean of the last 30 s):")
     for name in sorted(mem["start"] or {}):
         m1 = (mem["minute1"] or {}).get(name)
         lines.append(f"    {name:10s} {mem['start'][name]} / {m1} / {(mem['end'] or {}).get(name)}")

@@ -65,8 +65,13 @@ def cmd_ingest(ns: argparse.Namespace) -> int:
     url = db.database_url()
     db.migrate(url)
     summary = ingest_shelf(url, Path(ns.shelf), games=ns.game or None, progress=not ns.json)
+    from services.rerank.states import draw_missing
+
+    drawn = draw_missing(url, progress=not ns.json)  # the careful reader's index-time half
     if ns.json:
-        _print_json(summary.to_dict())
+        _print_json({**summary.to_dict(), "reranker_states_drawn": drawn})
+    elif drawn:
+        print(f"reranker window states drawn for {drawn} passages")
     return 1 if summary.failed and not summary.documents else 0
 
 

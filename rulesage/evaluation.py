@@ -91,7 +91,9 @@ def ensure_shelf(shelf: Path) -> dict[str, Any]:
     url = db.database_url()
     db.migrate(url)
     summary = ingest_shelf(url, shelf, progress=False)
-    return dict(summary.to_dict())
+    from services.rerank.states import draw_missing
+
+    return {**summary.to_dict(), "reranker_states_drawn": draw_missing(url)}
 
 
 def coverage(url: str, gold: list[dict[str, Any]]) -> tuple[float, list[dict[str, Any]]]:

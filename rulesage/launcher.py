@@ -222,6 +222,11 @@ class Supervisor:
             print(f"{why}; ingesting the demo shelf {shelf} ...", flush=True)
             summary = ingest_shelf(self.url, shelf, progress=True)
             print(f"demo shelf ingested: {summary.to_dict()}", flush=True)
+        from services.rerank.states import draw_missing
+
+        drawn = draw_missing(self.url, progress=True)  # a new shelf, a new reranker, or an older database
+        if drawn:
+            print(f"reranker window states drawn for {drawn} passages", flush=True)
 
     def start(self) -> None:
         self.check_ports()

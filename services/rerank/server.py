@@ -1,28 +1,34 @@
 """The Reranker gRPC service: a thin servicer over the scorer, the guarantees and the deal.
 
-Scoring is CPU-bound, so it runs in a worker thread behind a bounded gate: at most ``concurrency`` requests
-score at once and at most ``max_queue`` wait; past that the service sheds load with RESOURCE_EXHAUSTED and
-callers fall back to the fused order.
+Windows' encoder states are read from the database where ingest drew them (states.py); only missing ones
+are encoded here. Scoring is CPU-bound, so it runs in a worker thread behind a bounded gate: at most
+``concurrency`` requests score at once and at most ``max_queue`` wait; past that the service sheds load with
+RESOURCE_EXHAUSTED and callers fall back to the fused order.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import grpc
+import numpy as np
 
-from rulesage import telemetry
+from rulesage import db, telemetry
 from rulesage.admission import Gate, Saturated
 from rulesage.config import CommonSettings, ConfigError, load
 from rulesage.v1 import common_pb2, rerank_pb2, rerank_pb2_grpc
+from services.rerank import states
 from services.rerank.deal import deal
 from services.rerank.guarantees import DEFAULT_KEEP, Candidate, select
-from services.rerank.scorer import RuntimeOptions, Scorer, load_scorer
+from services.rerank.scorer import RuntimeOptions, Scorer, TrainedScorer, load_scorer
+
+log = logging.getLogger(__name__)
 
 
 class RerankSettings(CommonSettings):
@@ -40,6 +46,11 @@ class RerankSettings(CommonSettings):
     rulesage_rerank_concurrency: int = 1
     rulesage_rerank_max_queue: int = 4
     rulesage_rerank_max_candidates: int = 200
+    # Read windows' encoder states drawn at ingest from the database (and store the ones drawn here);
+    # off: every window is encoded per request.
+    rulesage_rerank_stored_states: bool = True
+    # Seconds a request waits for stored states before encoding the windows itself.
+    rulesage_rerank_states_timeout_s: float = 1.0
 
 
 def check(settings: RerankSettings) -> RerankSettings:
@@ -60,21 +71,77 @@ def check(settings: RerankSettings) -> RerankSettings:
 
 @dataclass(frozen=True)
 class Reading:
-    """Scores of every candidate, the kept candidates in dealt order, and the guarantees that fired."""
+    """Scores of every candidate, the kept candidates in dealt order, and the guarantees that fired;
+    ``drawn``: window states encoded for this call (candidate index -> states), to be stored."""
 
     scores: list[float]
     dealt: list[int]
     fired: list[str]
+    drawn: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 def read(
-    scorer: Scorer, question: str, game: str, candidates: Sequence[common_pb2.Passage], keep: int
+    scorer: Scorer,
+    question: str,
+    game: str,
+    candidates: Sequence[common_pb2.Passage],
+    keep: int,
+    stored: Sequence[np.ndarray | None] | None = None,
 ) -> Reading:
-    scores = [float(s) for s in scorer.score(question, [c.text for c in candidates])]
+    """Score, blend with the fused order, apply the guarantees and deal. ``stored``: the candidates' window
+    states read from the database (None where missing); a scorer that reads states encodes the rest."""
+    texts = [c.text for c in candidates]
+    drawn: dict[int, np.ndarray] = {}
+    if isinstance(scorer, TrainedScorer):
+        known: list[np.ndarray | None] = list(stored) if stored is not None else [None] * len(candidates)
+        missing = [i for i, st in enumerate(known) if st is None]
+        for i, st in zip(missing, scorer.window_states([texts[i] for i in missing]), strict=True):
+            known[i] = drawn[i] = st
+        raw = scorer.score_and_cosine(question, texts, known)[0]
+    else:
+        raw = scorer.score(question, texts)
+    scores = [float(s) for s in raw]
     if scorer.prior:  # blend with the election's order (candidates arrive best first)
         scores = [s - scorer.prior * math.log1p(i) for i, s in enumerate(scores)]
     sel = select([Candidate(c.doc_kind, c.game) for c in candidates], scores, game, keep or DEFAULT_KEEP)
-    return Reading(scores=scores, dealt=deal(sel.kept), fired=sel.fired)
+    return Reading(scores=scores, dealt=deal(sel.kept), fired=sel.fired, drawn=drawn)
+
+
+class StateStore:
+    """The window states table, read with a deadline and written back in the background; a database that
+    is down or slow only means the windows are encoded here (slower), never a failed rerank."""
+
+    def __init__(self, pool: Any, timeout_s: float) -> None:
+        self.pool = pool
+        self.timeout_s = timeout_s
+        self._writes: set[asyncio.Task[None]] = set()
+
+    async def read(self, key: str, candidates: Sequence[common_pb2.Passage]) -> list[np.ndarray | None]:
+        async def go() -> dict[int, states.Stored]:
+            async with self.pool.connection() as conn:
+                return await states.fetch(conn, [c.id for c in candidates])
+
+        try:
+            rows = await asyncio.wait_for(go(), self.timeout_s)
+        except Exception as exc:  # down, slow, or not migrated: encode instead
+            log.warning("window states unavailable (%s): encoding the windows", type(exc).__name__)
+            return [None] * len(candidates)
+        return [states.usable(rows.get(c.id), key, c.text) for c in candidates]
+
+    def write_back(self, key: str, items: list[tuple[int, str, np.ndarray]]) -> None:
+        if not items or len(self._writes) > 8:  # a backlog of writes is dropped, not queued without bound
+            return
+
+        async def go() -> None:
+            try:
+                async with self.pool.connection() as conn:
+                    await states.save(conn, key, items)
+            except Exception as exc:
+                log.info("window states not stored (%s)", type(exc).__name__)
+
+        task = asyncio.create_task(go())
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
 
 
 class RerankServicer(rerank_pb2_grpc.RerankerServicer):
@@ -82,6 +149,7 @@ class RerankServicer(rerank_pb2_grpc.RerankerServicer):
         self.scorer = scorer
         self.gate = gate
         self.settings = settings
+        self.store: StateStore | None = None
 
     async def Rerank(
         self, request: rerank_pb2.RerankRequest, context: grpc.aio.ServicerContext
@@ -107,15 +175,26 @@ class RerankServicer(rerank_pb2_grpc.RerankerServicer):
             )
         timings = telemetry.Timings("rerank")
         t0 = time.perf_counter()
+        key = scorer.states_key if isinstance(scorer, TrainedScorer) else ""
         try:
             async with self.gate.slot():
                 timings.add("rerank.queue", (time.perf_counter() - t0) * 1000.0)
+                stored: list[np.ndarray | None] | None = None
+                if self.store is not None and key and request.candidates:
+                    with timings.stage("rerank.states", candidates=len(request.candidates)) as span:
+                        stored = await self.store.read(key, request.candidates)
+                        span.set_attribute("states.stored", sum(st is not None for st in stored))
                 with timings.stage("rerank.score", candidates=len(request.candidates)):
                     reading = await asyncio.to_thread(
-                        read, scorer, request.question, request.game, request.candidates, request.keep
+                        read, scorer, request.question, request.game, request.candidates, request.keep, stored
                     )
         except Saturated as exc:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"reranker saturated: {exc}")
+        if self.store is not None and reading.drawn:
+            c = request.candidates
+            self.store.write_back(
+                key, [(c[i].id, c[i].text, st) for i, st in reading.drawn.items() if c[i].id]
+            )
         kept = []
         for i in reading.dealt:
             p = common_pb2.Passage()
@@ -150,6 +229,10 @@ class RerankService:
         # The scorer loads in start(); until then a call is answered UNAVAILABLE (health says NOT_SERVING).
         self.servicer = RerankServicer(None, self.gate, s)
         self._scorer = scorer
+        self.pool: Any = None
+        if s.rulesage_rerank_stored_states:
+            url = s.database_url or db.database_url(start_embedded=False)
+            self.pool = db.async_pool(url, min_size=1, max_size=2)
 
     @property
     def scorer(self) -> Scorer | None:
@@ -159,11 +242,15 @@ class RerankService:
         rerank_pb2_grpc.add_RerankerServicer_to_server(self.servicer, server)
 
     async def start(self) -> None:
-        scorer = self._scorer or await asyncio.to_thread(
-            load_scorer, self.options, self.settings.rulesage_rerank_model
-        )
+        scorer = self._scorer
+        if scorer is None:
+            scorer = await asyncio.to_thread(load_scorer, self.options, self.settings.rulesage_rerank_model)
         await asyncio.to_thread(scorer.score, "warm up", ["warm up the session"])
+        if self.pool is not None:
+            await self.pool.open(wait=False)  # Postgres may come later: until then windows are encoded
+            self.servicer.store = StateStore(self.pool, self.settings.rulesage_rerank_states_timeout_s)
         self.servicer.scorer = scorer
 
     async def stop(self) -> None:
-        return None
+        if self.pool is not None:
+            await self.pool.close()

@@ -31,6 +31,14 @@ FILLER = [
     "The game ends when a player reaches ten victory points on their turn.",
     "Ports allow better exchange rates for specific resources.",
     "Players may not trade during another player's turn except with that player.",
+    "Roll two dice at the start of your turn; every hex showing that number produces.",
+    "A settlement must be at least two intersections away from any other settlement.",
+    "Victory point cards stay hidden until you win.",
+    "When a seven is rolled, each player with more than seven cards discards half of them.",
+    "Build a road by paying one brick and one lumber.",
+    "The largest army card goes to the first player to play three knights.",
+    "Year of plenty: take any two resources from the bank.",
+    "Monopoly: name a resource; every other player gives you all of theirs.",
 ]
 ANSWER = "The robber may be moved to any terrain hex, including back to the desert."
 
@@ -74,7 +82,9 @@ def test_rerank_keeps_eight_deals_them_and_applies_the_guarantees() -> None:
     req = rerank_pb2.RerankRequest(
         question="can the robber go back to the desert?", game="catan", candidates=cands
     )
-    (res,) = asyncio.run(_rerank(RerankSettings(rulesage_rerank_threads=1), [req]))
+    (res,) = asyncio.run(
+        _rerank(RerankSettings(rulesage_rerank_threads=1, rulesage_rerank_stored_states=False), [req])
+    )
     assert isinstance(res, rerank_pb2.RerankResult)
     assert len(res.scores) == len(cands)
     assert len(res.passages) == 8
@@ -100,7 +110,12 @@ def test_keep_and_bad_requests() -> None:
     small = rerank_pb2.RerankRequest(question="robber desert", game="", candidates=cands, keep=3)
     bad = rerank_pb2.RerankRequest(question="robber desert", candidates=cands, keep=-1)
     empty = rerank_pb2.RerankRequest(question="robber desert", game="catan")
-    res, err, none = asyncio.run(_rerank(RerankSettings(rulesage_rerank_threads=1), [small, bad, empty]))
+    res, err, none = asyncio.run(
+        _rerank(
+            RerankSettings(rulesage_rerank_threads=1, rulesage_rerank_stored_states=False),
+            [small, bad, empty],
+        )
+    )
     assert len(res.passages) == 3
     # No asked game: no rulebook guarantee; the errata guarantee still holds.
     assert 300 in {p.id for p in res.passages} and "rulebook-top" not in res.guarantees_fired
@@ -109,10 +124,13 @@ def test_keep_and_bad_requests() -> None:
 
 
 def test_sheds_load_with_resource_exhausted() -> None:
-    cands = candidates() * 16  # ~190 candidates: each request keeps the single slot busy for a while
+    cands = candidates() * 9  # 180 candidates: each request keeps the single slot busy for a while
     req = rerank_pb2.RerankRequest(question="can the robber go back to the desert?", candidates=cands)
     settings = RerankSettings(
-        rulesage_rerank_threads=1, rulesage_rerank_concurrency=1, rulesage_rerank_max_queue=1
+        rulesage_rerank_threads=1,
+        rulesage_rerank_concurrency=1,
+        rulesage_rerank_max_queue=1,
+        rulesage_rerank_stored_states=False,
     )
     results = asyncio.run(_rerank(settings, [req] * 5))
     ok = [r for r in results if isinstance(r, rerank_pb2.RerankResult)]

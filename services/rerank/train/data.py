@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -169,7 +170,7 @@ def build_groups(
             for head, i in pseudo_queries(index, per_family, rng):
                 q = Question("", index.passages[i].doc_key, None, "", head, "pseudo")
                 todo.append((q, fam, i, {i}))
-    vecs = shared_embedder().embed_queries([q.question for q, _, _, _ in todo]) if todo else []
+    vecs: Any = shared_embedder().embed_queries([q.question for q, _, _, _ in todo]) if todo else []
     groups = []
     for (q, fam, pos, supporters), vec in zip(todo, vecs, strict=True):
         fused = indexes[fam].fused(conn, q.question, vec, k=pool_depth)

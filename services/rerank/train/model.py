@@ -31,8 +31,10 @@ class Head(nn.Module):
         self.q = nn.Linear(dim, attn)
         self.k = nn.Linear(dim, attn)
         self.mlp = nn.Sequential(nn.Linear(3 * dim + 2, hidden), nn.GELU(), nn.Linear(hidden, 1))
-        nn.init.zeros_(self.mlp[-1].weight)
-        nn.init.zeros_(self.mlp[-1].bias)
+        last = self.mlp[-1]
+        assert isinstance(last, nn.Linear)
+        nn.init.zeros_(last.weight)
+        nn.init.zeros_(last.bias)
         self.scale = scale
 
     def score(

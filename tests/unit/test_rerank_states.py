@@ -1,0 +1,69 @@
+"""Stored window states: the int8 packing, the staleness checks, and scoring from states (real model)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from services.rerank import states
+from services.rerank.scorer import MODEL_FILE, RuntimeOptions, TrainedScorer, load_scorer
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    arrays(
+        np.float32,
+        st.tuples(st.integers(1, 40), st.just(384)),
+        elements=st.floats(-12, 12, width=32),
+    )
+)
+def test_pack_round_trips_within_a_quantisation_step(h: np.ndarray) -> None:
+    back = states.unpack(states.pack(h))
+    assert back.shape == h.shape and back.dtype == np.float32
+    step = np.abs(h).max(axis=1, keepdims=True) / 127.0
+    assert (np.abs(back - h) <= step * 0.5001 + 1e-12).all()
+
+
+def test_pack_is_small_and_refuses_a_wrong_shape() -> None:
+    h = np.random.default_rng(0).normal(size=(256, 384)).astype(np.float32)
+    assert len(states.pack(h)) == 4 + 4 * 256 + 256 * 384  # ~1 byte per value
+    assert states.unpack(states.pack(np.zeros((3, 384), np.float32))).tolist() == np.zeros((3, 384)).tolist()
+    with pytest.raises(ValueError):
+        states.pack(np.zeros(384, np.float32))
+
+
+def test_a_stale_row_is_a_miss_never_a_wrong_state() -> None:
+    h = np.ones((5, 384), np.float32)
+    row = states.Stored("model-a", states.text_sha("the text"), states.pack(h))
+    assert states.usable(row, "model-a", "the text") is not None
+    assert states.usable(row, "model-b", "the text") is None  # drawn by another model
+    assert states.usable(row, "model-a", "the text, amended") is None  # the passage changed
+    assert states.usable(None, "model-a", "the text") is None
+
+
+PASSAGES = [
+    "The robber may be moved to any terrain hex, including the desert.",
+    "Longest Road: the first player to build a continuous road of five segments takes this card.",
+    "Shuffle the development cards and place them face down. " * 30,  # longer than the window
+]
+
+
+@pytest.mark.skipif(not MODEL_FILE.exists(), reason="no trained reranker shipped")
+def test_scoring_from_stored_states_matches_scoring_from_text() -> None:
+    scorer = load_scorer(RuntimeOptions(threads=1))
+    assert isinstance(scorer, TrainedScorer)
+    q = "can I move the robber back onto the desert?"
+    fresh, cosine = scorer.score_and_cosine(q, PASSAGES)
+    stored = [states.unpack(states.pack(s)) for s in scorer.window_states(PASSAGES)]
+    assert [len(s) for s in stored] == [len(r) for r in scorer.tokens.windows(PASSAGES)]
+    from_states, cos2 = scorer.score_and_cosine(q, PASSAGES, stored)
+    # int8 storage moves a score (20 x cosine + correction) by a few hundredths, never the order
+    assert np.allclose(fresh, from_states, atol=0.15), (fresh, from_states)
+    assert list(np.argsort(-fresh)) == list(np.argsort(-from_states))
+    assert np.allclose(cosine, cos2, atol=0.01)
+    # some stored, some not: the missing one is encoded on the spot
+    mixed, _ = scorer.score_and_cosine(q, PASSAGES, [stored[0], None, stored[2]])
+    assert np.allclose(mixed, from_states, atol=0.15)
