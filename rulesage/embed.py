@@ -150,6 +150,9 @@ class Embedder:
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.enable_cpu_mem_arena = False  # batch shapes vary: a growing arena kept RSS climbing under load
+        # No busy-waiting after a run: in a mesh on a small machine the idle-spinning threads took the cores
+        # the next stage (the dense search, the aisle, Postgres) needed right after the embedding.
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self.session.get_inputs()}
         tok = Tokenizer.from_file(str(package_model_dir() / "tokenizer.json"))
