@@ -45,6 +45,10 @@ class PassageView:
     rule_id: str = ""
     section_id: int = 0
     rerank_score: float | None = None
+    # The passage's stored embedding (unit vector) and the model that drew it, when the library has them:
+    # the extractive scorer reads them instead of embedding the passage again.
+    vector: Any = field(default=None, compare=False, repr=False)
+    vector_model: str = ""
 
 
 # -- the unvalidated side: what the model wrote ------------------------------------------------------------

@@ -124,6 +124,20 @@ class PgLibrary:
             cur = await conn.execute("SELECT id, text FROM sections WHERE id = ANY(%s)", (ids,))
             return {int(r[0]): r[1] for r in await cur.fetchall()}
 
+    async def vectors(self, passage_ids: Sequence[int]) -> dict[int, tuple[Any, str]]:
+        """Each passage's stored embedding and the model that drew it (passages without one are absent)."""
+        ids = sorted({i for i in passage_ids if i})
+        if not ids:
+            return {}
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT p.id, p.embedding, s.model FROM passages p"
+                " JOIN embedding_space s ON s.id = p.space_id"
+                " WHERE p.id = ANY(%s) AND p.embedding IS NOT NULL",
+                (ids,),
+            )
+            return {int(r[0]): (r[1], r[2]) for r in await cur.fetchall()}
+
     async def lookup_rules(self, doc_keys: Sequence[str], rule_ids: Sequence[str]) -> list[PassageView]:
         """Live passages of those documents whose rule (or parent rule) is one asked for; a bare section
         number ('702') matches every rule in it. At most LOOKUP_LIMIT, in book order."""

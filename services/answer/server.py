@@ -7,6 +7,7 @@ stamps on a citation (page, document, version, rule) come from the passages, nev
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 import grpc
@@ -138,6 +139,22 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
             return {}
         return build_context(passages, sections, self.settings.rulesage_answer_context_chars)
 
+    async def _with_vectors(self, passages: list[PassageView]) -> list[PassageView]:
+        """The passages with their stored embeddings attached where the library has them (a help: the
+        extractive scorer embeds the passage itself otherwise)."""
+        fetch = getattr(self.library, "vectors", None)
+        if fetch is None:
+            return passages
+        try:
+            found = await fetch([p.id for p in passages])
+        except Exception as exc:
+            log.warning("answer: stored vectors unavailable: %s", exc)
+            return passages
+        return [
+            dataclasses.replace(p, vector=found[p.id][0], vector_model=found[p.id][1]) if p.id in found else p
+            for p in passages
+        ]
+
     async def Answer(
         self, request: answer_pb2.AnswerRequest, context: grpc.aio.ServicerContext
     ) -> answer_pb2.AnswerResult:
@@ -162,7 +179,9 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
         try:
             async with self.gate.slot():
                 with timings.stage("answer.context", passages=len(passages)):
-                    ctx = await self._context(passages)
+                    ctx, passages = await asyncio.gather(
+                        self._context(passages), self._with_vectors(passages)
+                    )
                 prompt = loop.Prompt(question, request.game, tuple(passages), ctx)
                 with timings.stage("answer.run", backend=self.backend.identity) as span:
                     outcome = await loop.run(

@@ -157,3 +157,28 @@ def test_scores_on_the_wire_do_not_leak_into_the_extractive_scale(scorer: BiEnco
     ranked = rank_sentences("how far can I move?", [low, high], scorer)
     assert ranked[0].score == pytest.approx(ranked[1].score)
     assert 0.0 < ranked[0].score <= 1.0
+
+
+def test_stored_passage_vectors_stand_in_for_embedding_the_passage(scorer: BiEncoderScorer) -> None:
+    import dataclasses
+
+    from rulesage.ingest.store import embed_text
+
+    q = "how far can I move on my turn?"
+    plain = [MOVE, SPELLS]
+    embedded = scorer.score_passages(q, plain)  # nothing stored: each drawn as ingest draws it
+    assert embedded[0] > 0.2 and embedded[0] > embedded[1]
+    vecs = scorer.embedder.embed_passages([embed_text(p.heading_path, p.text) for p in plain])
+    stored = [
+        dataclasses.replace(p, vector=v, vector_model=scorer.model) for p, v in zip(plain, vecs, strict=True)
+    ]
+    assert scorer.score_passages(q, stored) == pytest.approx(embedded, abs=1e-5)
+    # the stored vector is what is read: a negated one scores 0 (clipped), not the text's relevance
+    flipped = [dataclasses.replace(stored[0], vector=-vecs[0]), stored[1]]
+    assert scorer.score_passages(q, flipped) == pytest.approx([0.0, embedded[1]], abs=1e-5)
+    # a vector drawn by another model is never compared with this model's question: the text is embedded
+    alien = [
+        dataclasses.replace(p, vector=-v, vector_model="another-model")
+        for p, v in zip(plain, vecs, strict=True)
+    ]
+    assert scorer.score_passages(q, alien) == pytest.approx(embedded, abs=1e-5)

@@ -43,14 +43,41 @@ class BiEncoderScorer:
         from rulesage.embed import shared_embedder
 
         self.embedder = shared_embedder()
-        self.identity = f"minilm-cosine:{self.embedder.identity.model}"
+        self.model = self.embedder.identity.model
+        self.identity = f"minilm-cosine:{self.model}"
+        self._question: tuple[str, np.ndarray] | None = None  # the last question's vector (one ask's calls)
+
+    def _q(self, question: str) -> np.ndarray:
+        last = self._question
+        if last is not None and last[0] == question:
+            return last[1]
+        q = self.embedder.embed_queries([question])[0]
+        self._question = (question, q)
+        return q
 
     def score(self, question: str, texts: Sequence[str]) -> list[float]:
         if not texts:
             return []
-        q = self.embedder.embed_queries([question])[0]
-        m = self.embedder.embed_passages(list(texts))
-        return [float(x) for x in np.clip(m @ q, 0.0, 1.0)]
+        m = self.embedder.embed_passages(list(texts), batch=8)  # short sentences: small batches pad least
+        return [float(x) for x in np.clip(m @ self._q(question), 0.0, 1.0)]
+
+    def score_passages(self, question: str, passages: Sequence[PassageView]) -> list[float]:
+        """The passages' relevance from their stored embeddings where this model drew them (the dense arm's
+        vector: the passage's nearest headings, then its text), embedding only the others the same way."""
+        from rulesage.ingest.store import embed_text
+
+        q = self._q(question)
+        out = [
+            float(np.clip(np.asarray(p.vector, dtype=np.float32) @ q, 0.0, 1.0))
+            if p.vector is not None and p.vector_model == self.model
+            else None
+            for p in passages
+        ]
+        todo = [i for i, v in enumerate(out) if v is None]
+        texts = [embed_text(passages[i].heading_path, passages[i].text) for i in todo]
+        for i, v in zip(todo, self.score(question, texts), strict=True):
+            out[i] = v
+        return [float(v) for v in out if v is not None]
 
 
 def default_scorer() -> Scorer:
@@ -131,8 +158,12 @@ def rank_sentences(question: str, passages: Sequence[PassageView], scorer: Score
     if not spans:
         return []
     texts = [(p.heading_path[-1] + ": " if p.heading_path else "") + p.text[s:e] for p, s, e in spans]
-    scores = scorer.score(question, texts + [p.text for p in passages])
-    per_passage = {p.id: scores[len(texts) + i] for i, p in enumerate(passages)}
+    scores = scorer.score(question, texts)
+    by_vector = getattr(scorer, "score_passages", None)
+    passage_scores = (
+        by_vector(question, passages) if by_vector else scorer.score(question, [p.text for p in passages])
+    )
+    per_passage = {p.id: passage_scores[i] for i, p in enumerate(passages)}
     out = [
         Candidate(p, s, e, SENTENCE_WEIGHT * scores[i] + (1 - SENTENCE_WEIGHT) * per_passage[p.id])
         for i, (p, s, e) in enumerate(spans)
