@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from psycopg_pool import AsyncConnectionPool
 
 from rulesage.text import canonical_chars
@@ -136,7 +137,12 @@ class PgLibrary:
                 " WHERE p.id = ANY(%s) AND p.embedding IS NOT NULL",
                 (ids,),
             )
-            return {int(r[0]): (r[1], r[2]) for r in await cur.fetchall()}
+            rows = await cur.fetchall()
+        # pgvector hands back Vector objects (or arrays, by version): the scorer wants float32 arrays
+        return {
+            int(r[0]): (np.asarray(r[1].to_numpy() if hasattr(r[1], "to_numpy") else r[1], np.float32), r[2])
+            for r in rows
+        }
 
     async def lookup_rules(self, doc_keys: Sequence[str], rule_ids: Sequence[str]) -> list[PassageView]:
         """Live passages of those documents whose rule (or parent rule) is one asked for; a bare section

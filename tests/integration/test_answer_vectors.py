@@ -1,0 +1,47 @@
+"""The answer service reads the shown passages' stored embeddings from a real Postgres (a really ingested
+mini shelf) and they stand in exactly for embedding the passages again."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import numpy as np
+import psycopg
+import pytest
+
+from rulesage.db import async_pool
+from services.answer.backends.extractive import BiEncoderScorer
+from services.answer.citations import PassageView
+from services.answer.context import PgLibrary
+
+pytestmark = pytest.mark.integration
+
+
+def test_stored_vectors_are_read_and_match_embedding_again(shelf_url: str) -> None:
+    with psycopg.connect(shelf_url) as conn:
+        rows = conn.execute(
+            "SELECT id, text, heading_path FROM passages WHERE searchable AND embedding IS NOT NULL"
+            " ORDER BY id LIMIT 6"
+        ).fetchall()
+    views = [PassageView(int(r[0]), r[1], heading_path=tuple(r[2])) for r in rows]
+    assert len(views) == 6
+
+    async def read() -> dict[int, tuple[np.ndarray, str]]:
+        pool = async_pool(shelf_url, min_size=1, max_size=1)
+        await pool.open(wait=True)
+        try:
+            return await PgLibrary(pool).vectors([v.id for v in views] + [0, 10**12])
+        finally:
+            await pool.close()
+
+    found = asyncio.run(read())
+    assert set(found) == {v.id for v in views}  # unknown ids are simply absent
+    scorer = BiEncoderScorer()
+    for vec, model in found.values():
+        assert vec.dtype == np.float32 and vec.shape == (384,)
+        assert abs(float(np.linalg.norm(vec)) - 1.0) < 1e-3
+        assert model == scorer.model
+    with_vectors = [dataclasses.replace(v, vector=found[v.id][0], vector_model=found[v.id][1]) for v in views]
+    q = "how many actions do I get on my turn?"
+    assert scorer.score_passages(q, with_vectors) == pytest.approx(scorer.score_passages(q, views), abs=1e-4)
