@@ -57,6 +57,7 @@ LABEL org.opencontainers.image.title="rulesage" \
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
+    MALLOC_ARENA_MAX=2 \
     VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \
     RULESAGE_STATE_DIR=/var/lib/rulesage \

@@ -15,7 +15,17 @@ from pydantic import BaseModel, Field
 from starlette.responses import Response
 
 from gateway import asking, shelf, wrench
-from gateway.context import AskError, Ctx, as_ask_error, ask, check_ask, client_address, ctx, session_id
+from gateway.context import (
+    AskError,
+    Ctx,
+    admitted,
+    as_ask_error,
+    ask,
+    check_ask,
+    client_address,
+    ctx,
+    session_id,
+)
 from rulesage import rulings
 
 log = logging.getLogger(__name__)
@@ -92,6 +102,15 @@ async def api_ask_stream(
 async def _stream(c: Ctx, game: str, question: str) -> AsyncIterator[bytes]:
     road = c.road.get()
     yield _event("searching", {"game": game})
+    try:
+        async with admitted(c):  # a turn on the road (or a 'busy' error event)
+            async for chunk in _search_then_answer(c, road, game, question):
+                yield chunk
+    except AskError as exc:
+        yield _event("error", {"message": exc.message})
+
+
+async def _search_then_answer(c: Ctx, road: Any, game: str, question: str) -> AsyncIterator[bytes]:
     try:
         outcome = await road.search(game, question)
         yield _event(

@@ -27,6 +27,7 @@ from gateway.screening import Screening
 from gateway.security import SESSION_COOKIE, Guard, RateLimiter, new_session_id, valid_session_id
 from gateway.settings import GatewaySettings, check, load_settings
 from rulesage import db, runner
+from rulesage.admission import Gate
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,7 @@ def create_app(
         screening=screening,
         templates=make_templates(),
         road=road,
+        admission=Gate(settings.rulesage_ask_concurrency, settings.rulesage_ask_queue),
     )
 
     @app.middleware("http")

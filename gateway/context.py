@@ -3,7 +3,9 @@ checks the page and the API both make."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +21,7 @@ from gateway.asking import AskUnavailable, RoadHandle, bad_question_type, road_m
 from gateway.screening import Screening
 from gateway.security import Guard, RateLimiter
 from gateway.settings import GatewaySettings
+from rulesage.admission import Gate, Saturated
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).resolve().parent
@@ -34,6 +37,7 @@ class Ctx:
     screening: Screening
     templates: Jinja2Templates
     road: RoadHandle
+    admission: Gate
 
 
 def ctx(request: Request) -> Ctx:
@@ -133,10 +137,25 @@ def as_ask_error(exc: BaseException) -> AskError | None:
     return None
 
 
+@contextlib.asynccontextmanager
+async def admitted(c: Ctx) -> AsyncIterator[None]:
+    """A turn on the road, or AskError 503 with Retry-After when the queue is full or the wait too long."""
+    try:
+        async with c.admission.slot(c.settings.rulesage_ask_queue_wait_s):
+            yield
+    except Saturated as exc:
+        raise AskError(
+            503, f"RuleSage is busy answering other players ({exc}). Please ask again shortly.", retry_after=5
+        ) from None
+
+
 async def ask(c: Ctx, game: str, question: str) -> dict[str, Any]:
     """The whole road (search + answer + store), then the doorman in the background."""
     try:
-        ruling: dict[str, Any] = await c.road.get().ask(game, question)
+        async with admitted(c):
+            ruling: dict[str, Any] = await c.road.get().ask(game, question)
+    except AskError:
+        raise
     except Exception as exc:
         mapped = as_ask_error(exc)
         if mapped:

@@ -18,6 +18,13 @@ class GatewaySettings(CommonSettings):
     rulesage_trace_url: str = ""
     # Asks per client, in `limits` notation ("6/minute", "100/hour;6/minute").
     rulesage_ask_rate: str = "6/minute"
+    # Asks travelling the road at once (search + answer); more wait in a queue of at most
+    # rulesage_ask_queue for at most rulesage_ask_queue_wait_s, then get a 503 with Retry-After. Admitting
+    # only what the services can take keeps rulings whole under a crowd: without it the rerank and answer
+    # services shed the overflow and almost every ruling of a 50-player load was degraded.
+    rulesage_ask_concurrency: int = 4
+    rulesage_ask_queue: int = 200
+    rulesage_ask_queue_wait_s: float = 30.0
     # Wrong admin-token attempts per client.
     rulesage_login_rate: str = "10/hour"
     rulesage_doorman_timeout_s: float = 20.0
@@ -47,6 +54,10 @@ def check(settings: GatewaySettings) -> None:
             limits.parse_many(value)
         except ValueError as exc:
             raise ConfigError(f"bad configuration: {var}={value!r}: {exc}") from None
+    if settings.rulesage_ask_concurrency < 1 or settings.rulesage_ask_queue < 0:
+        raise ConfigError("bad configuration: RULESAGE_ASK_CONCURRENCY must be >= 1, RULESAGE_ASK_QUEUE >= 0")
+    if settings.rulesage_ask_queue_wait_s <= 0:
+        raise ConfigError("bad configuration: RULESAGE_ASK_QUEUE_WAIT_S must be > 0")
     if settings.rulesage_wall_page_size < 1:
         raise ConfigError("bad configuration: RULESAGE_WALL_PAGE_SIZE must be at least 1")
     if not 0 < settings.rulesage_max_question_chars <= 10_000:

@@ -24,12 +24,19 @@ class Gate:
         self.waiting = 0
 
     @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
+    async def slot(self, wait_s: float | None = None) -> AsyncIterator[None]:
+        """A turn; Saturated when the queue is full, or when no turn came within ``wait_s`` seconds."""
         if self._sem.locked() and self.waiting >= self.max_queue:
             raise Saturated(f"{self.waiting} requests already waiting")
         self.waiting += 1
         try:
-            await self._sem.acquire()
+            if wait_s is None:
+                await self._sem.acquire()
+            else:
+                try:
+                    await asyncio.wait_for(self._sem.acquire(), wait_s)
+                except TimeoutError:
+                    raise Saturated(f"no turn within {wait_s:g} s") from None
         finally:
             self.waiting -= 1
         try:

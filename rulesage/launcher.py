@@ -156,6 +156,9 @@ class Supervisor:
         env["DATABASE_URL"] = self.url
         env["RULESAGE_HOST"] = "127.0.0.1"
         env["PYTHONUNBUFFERED"] = "1"
+        # glibc gives each thread that allocates its own arena: the worker threads of the model services
+        # grew RSS for minutes under load (answer +13 % from minute 1 to 5); two arenas keep it flat
+        env.setdefault("MALLOC_ARENA_MAX", "2")
         for name in SERVICES:
             env[f"RULESAGE_{name.upper()}_ADDR"] = f"127.0.0.1:{self.ports[name]}"
         return env

@@ -7,7 +7,6 @@ stamps on a citation (page, document, version, rule) come from the passages, nev
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 
 import grpc
@@ -19,9 +18,10 @@ from rulesage.config import load
 from rulesage.telemetry import Timings
 from rulesage.v1 import answer_pb2, answer_pb2_grpc, common_pb2
 from services.answer import loop
+from services.answer.answerability import Term
 from services.answer.backends import make_backend
 from services.answer.citations import PassageView, ValidatedAnswer, Verdict
-from services.answer.context import PgLibrary, build_context
+from services.answer.context import PgLibrary, build_context, with_vectors
 from services.answer.settings import AnswerSettings
 
 log = logging.getLogger(__name__)
@@ -139,6 +139,17 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
             return {}
         return build_context(passages, sections, self.settings.rulesage_answer_context_chars)
 
+    async def _terms(self, question: str, passages: list[PassageView]) -> tuple[Term, ...] | None:
+        """The question's terms and which shown passages hold them (None when the library cannot say)."""
+        fetch = getattr(self.library, "terms", None)
+        if fetch is None:
+            return None
+        try:
+            return tuple(await fetch(question, [p.id for p in passages]))
+        except Exception as exc:
+            log.warning("answer: question terms unavailable: %s", exc)
+            return None
+
     async def _with_vectors(self, passages: list[PassageView]) -> list[PassageView]:
         """The passages with their stored embeddings attached where the library has them (a help: the
         extractive scorer embeds the passage itself otherwise)."""
@@ -150,10 +161,7 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
         except Exception as exc:
             log.warning("answer: stored vectors unavailable: %s", exc)
             return passages
-        return [
-            dataclasses.replace(p, vector=found[p.id][0], vector_model=found[p.id][1]) if p.id in found else p
-            for p in passages
-        ]
+        return with_vectors(passages, found)
 
     async def Answer(
         self, request: answer_pb2.AnswerRequest, context: grpc.aio.ServicerContext
