@@ -316,6 +316,13 @@ def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answ
             if cal
             else {"note": "no threshold meets abstain precision >= 0.9 and recall >= 0.8 on this run"}
         )
+        from services.answer.answerability import auc
+
+        scored = [(r["confidence"], int(bool(r["answerable"]))) for r in rows if "confidence" in r]
+        # how well the reported confidence separates answerable from silent-book questions (0.5: not at all)
+        report["answerability_auc"] = (
+            round(auc([c for c, _ in scored], [y for _, y in scored]), 3) if scored else None
+        )
         report["verdicts"] = {
             v: sum(r.get("verdict") == v for r in rows) for v in ("answered", "not_in_book", "unavailable")
         }

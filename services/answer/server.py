@@ -187,10 +187,10 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
         try:
             async with self.gate.slot():
                 with timings.stage("answer.context", passages=len(passages)):
-                    ctx, passages = await asyncio.gather(
-                        self._context(passages), self._with_vectors(passages)
+                    ctx, passages, terms = await asyncio.gather(
+                        self._context(passages), self._with_vectors(passages), self._terms(question, passages)
                     )
-                prompt = loop.Prompt(question, request.game, tuple(passages), ctx)
+                prompt = loop.Prompt(question, request.game, tuple(passages), ctx, terms=terms)
                 with timings.stage("answer.run", backend=self.backend.identity) as span:
                     outcome = await loop.run(
                         prompt, self.backend, self.library, self.settings.rulesage_answer_timeout_s
