@@ -1,5 +1,4 @@
-"""The `rulesage` command line: up, down, status, migrate, ingest, ask, eval, bench, serve, train-reranker,
-train-answerability."""
+"""The `rulesage` command line: up, down, status, migrate, ingest, ask, eval, bench, serve, train-reranker."""
 
 from __future__ import annotations
 
@@ -150,12 +149,6 @@ def cmd_train_reranker(ns: argparse.Namespace, rest: list[str]) -> int:
     return int(train_main(rest))
 
 
-def cmd_train_answerability(ns: argparse.Namespace, rest: list[str]) -> int:
-    from services.answer.train_answerability import main as train_main
-
-    return int(train_main(rest))
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rulesage", description="RuleSage: rulings that quote the book.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -204,11 +197,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "train-reranker", help="train and export the cross-encoder (see services/rerank)", add_help=False
     )
-    sub.add_parser(
-        "train-answerability",
-        help="train the extractive backend's abstain model (see services/answer/answerability.py)",
-        add_help=False,
-    )
     return p
 
 
@@ -216,8 +204,6 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["train-reranker"]:
         return cmd_train_reranker(argparse.Namespace(), argv[1:])
-    if argv[:1] == ["train-answerability"]:
-        return cmd_train_answerability(argparse.Namespace(), argv[1:])
     ns = build_parser().parse_args(argv)
     from rulesage.config import ConfigError
     from rulesage.db import DatabaseError

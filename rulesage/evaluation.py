@@ -316,8 +316,6 @@ def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answ
             if cal
             else {"note": "no threshold meets abstain precision >= 0.9 and recall >= 0.8 on this run"}
         )
-        from services.answer.answerability import auc
-
         scored = [(r["confidence"], int(bool(r["answerable"]))) for r in rows if "confidence" in r]
         # how well the reported confidence separates answerable from silent-book questions (0.5: not at all)
         report["answerability_auc"] = (
@@ -327,6 +325,15 @@ def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answ
             v: sum(r.get("verdict") == v for r in rows) for v in ("answered", "not_in_book", "unavailable")
         }
     return report
+
+
+def auc(scores: list[float], labels: list[int]) -> float:
+    """Area under the ROC curve (ties count half); nan without both classes."""
+    pos = [s for s, y in zip(scores, labels, strict=True) if y]
+    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
+    if not pos or not neg:
+        return float("nan")
+    return sum((p > q) + 0.5 * (p == q) for p in pos for q in neg) / (len(pos) * len(neg))
 
 
 def run_gold(shelf: Path, gold_path: Path, answer: bool = True, limit: int = 0) -> dict[str, Any]:

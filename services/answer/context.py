@@ -15,7 +15,6 @@ import numpy as np
 from psycopg_pool import AsyncConnectionPool
 
 from rulesage.text import canonical_chars
-from services.answer.answerability import Term
 from services.answer.citations import PassageView
 
 _WS = re.compile(r"\s+")
@@ -121,25 +120,6 @@ def with_vectors(passages: Sequence[PassageView], found: dict[int, tuple[Any, st
     ]
 
 
-TERMS_SQL = """
-WITH q AS (
-    SELECT DISTINCT lexeme FROM unnest(tsvector_to_array(to_tsvector('english', %(q)s))) AS t(lexeme)
-),
-fam AS (SELECT family_id FROM passages WHERE id = ANY(%(ids)s) LIMIT 1),
-live AS (
-    SELECT p.id FROM passages p JOIN fam USING (family_id)
-    WHERE p.searchable AND NOT p.superseded AND p.retired_at IS NULL
-),
-shown AS (SELECT id, tsvector_to_array(tsv) AS lexemes FROM passages WHERE id = ANY(%(ids)s))
-SELECT q.lexeme,
-       (SELECT count(*) FROM postings po JOIN fam USING (family_id) JOIN live l ON l.id = po.passage_id
-        WHERE po.lexeme = q.lexeme),
-       (SELECT count(*) FROM live),
-       ARRAY(SELECT s.id FROM shown s WHERE q.lexeme = ANY(s.lexemes))
-FROM q
-"""
-
-
 class PgLibrary:
     """Sections and numbered rules from Postgres, through an async pool (rulesage.db.async_pool)."""
 
@@ -172,17 +152,6 @@ class PgLibrary:
             int(r[0]): (np.asarray(r[1].to_numpy() if hasattr(r[1], "to_numpy") else r[1], np.float32), r[2])
             for r in rows
         }
-
-    async def terms(self, question: str, passage_ids: Sequence[int]) -> list[Term]:
-        """The question's English-stemmed terms: their document frequency over the live passages of the
-        shown passages' family, and which shown passages hold them (answerability's lexical evidence)."""
-        ids = sorted({i for i in passage_ids if i})
-        if not ids:
-            return []
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(TERMS_SQL, {"q": question, "ids": ids})
-            rows = await cur.fetchall()
-        return [Term(r[0], int(r[1]), int(r[2]), frozenset(int(i) for i in r[3])) for r in rows]
 
     async def lookup_rules(self, doc_keys: Sequence[str], rule_ids: Sequence[str]) -> list[PassageView]:
         """Live passages of those documents whose rule (or parent rule) is one asked for; a bare section

@@ -24,7 +24,6 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol, TypeVar
 
-from services.answer.answerability import Term
 from services.answer.citations import (
     MalformedAnswer,
     PassageView,
@@ -64,9 +63,6 @@ class Prompt:
     fetched: tuple[int, ...] = ()
     # The previous attempt's rejection, shown on the retry.
     rejection: Rejection | None = None
-    # The question's terms and where the shown passages hold them (answerability's lexical evidence); None
-    # when the library could not say.
-    terms: tuple[Term, ...] | None = None
     # The rule lookup is offered on this turn (schema carries ``lookup_rules``).
     tool_offered: bool = False
 

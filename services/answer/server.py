@@ -18,7 +18,6 @@ from rulesage.config import load
 from rulesage.telemetry import Timings
 from rulesage.v1 import answer_pb2, answer_pb2_grpc, common_pb2
 from services.answer import loop
-from services.answer.answerability import Term
 from services.answer.backends import make_backend
 from services.answer.citations import PassageView, ValidatedAnswer, Verdict
 from services.answer.context import PgLibrary, build_context, with_vectors
@@ -139,17 +138,6 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
             return {}
         return build_context(passages, sections, self.settings.rulesage_answer_context_chars)
 
-    async def _terms(self, question: str, passages: list[PassageView]) -> tuple[Term, ...] | None:
-        """The question's terms and which shown passages hold them (None when the library cannot say)."""
-        fetch = getattr(self.library, "terms", None)
-        if fetch is None:
-            return None
-        try:
-            return tuple(await fetch(question, [p.id for p in passages]))
-        except Exception as exc:
-            log.warning("answer: question terms unavailable: %s", exc)
-            return None
-
     async def _with_vectors(self, passages: list[PassageView]) -> list[PassageView]:
         """The passages with their stored embeddings attached where the library has them (a help: the
         extractive scorer embeds the passage itself otherwise)."""
@@ -187,10 +175,10 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
         try:
             async with self.gate.slot():
                 with timings.stage("answer.context", passages=len(passages)):
-                    ctx, passages, terms = await asyncio.gather(
-                        self._context(passages), self._with_vectors(passages), self._terms(question, passages)
+                    ctx, passages = await asyncio.gather(
+                        self._context(passages), self._with_vectors(passages)
                     )
-                prompt = loop.Prompt(question, request.game, tuple(passages), ctx, terms=terms)
+                prompt = loop.Prompt(question, request.game, tuple(passages), ctx)
                 with timings.stage("answer.run", backend=self.backend.identity) as span:
                     outcome = await loop.run(
                         prompt, self.backend, self.library, self.settings.rulesage_answer_timeout_s

@@ -11,7 +11,6 @@ from rulesage.config import CommonSettings
 
 # Placeholder until calibrated on gold-dev's unanswerable questions (see extractive.calibrate_threshold).
 DEFAULT_EXTRACTIVE_THRESHOLD = 0.45
-DEFAULT_ANSWERABILITY_THRESHOLD = 0.5
 
 
 class AnswerSettings(CommonSettings):
@@ -24,10 +23,7 @@ class AnswerSettings(CommonSettings):
     rulesage_answer_max_queue: int = 6
     # Characters of surrounding section text shown around the passages, shared between them ("read big").
     rulesage_answer_context_chars: int = 6000
-    # extractive: abstain when P(answered) from the answerability model (services/answer/answerability.json)
-    # is below this; without the model or its lexical evidence, when the best sentence's relevance (in [0, 1])
-    # is below rulesage_extractive_threshold.
-    rulesage_answerability_threshold: float = DEFAULT_ANSWERABILITY_THRESHOLD
+    # extractive: abstain when the best sentence's relevance (in [0, 1]) is below this.
     rulesage_extractive_threshold: float = DEFAULT_EXTRACTIVE_THRESHOLD
     # llama-cpp: a local GGUF instruct model.
     rulesage_llama_model_path: str = ""
@@ -52,6 +48,4 @@ class AnswerSettings(CommonSettings):
             raise ValueError("RULESAGE_ANSWER_CONCURRENCY must be >= 1 and RULESAGE_ANSWER_MAX_QUEUE >= 0")
         if not 0.0 <= self.rulesage_extractive_threshold <= 1.0:
             raise ValueError("RULESAGE_EXTRACTIVE_THRESHOLD must be in [0, 1]")
-        if not 0.0 <= self.rulesage_answerability_threshold <= 1.0:
-            raise ValueError("RULESAGE_ANSWERABILITY_THRESHOLD must be in [0, 1]")
         return self

@@ -31,7 +31,4 @@ def make_backend(settings: AnswerSettings) -> Backend:
         )
     from services.answer.backends.extractive import ExtractiveBackend
 
-    return ExtractiveBackend(
-        settings.rulesage_extractive_threshold,
-        answerability_threshold=settings.rulesage_answerability_threshold,
-    )
+    return ExtractiveBackend(settings.rulesage_extractive_threshold)

@@ -17,7 +17,6 @@ from typing import Protocol
 
 import numpy as np
 
-from services.answer import answerability
 from services.answer.citations import MIN_QUOTE_CHARS, PassageView, RawAnswer, RawQuote, Verdict
 from services.answer.loop import Prompt, ToolRequest
 
@@ -144,8 +143,6 @@ class Candidate:
     start: int
     end: int
     score: float  # SENTENCE_WEIGHT * sentence + rest * passage
-    sentence_score: float = 0.0
-    passage_score: float = 0.0
 
     @property
     def text(self) -> str:
@@ -168,14 +165,7 @@ def rank_sentences(question: str, passages: Sequence[PassageView], scorer: Score
     )
     per_passage = {p.id: passage_scores[i] for i, p in enumerate(passages)}
     out = [
-        Candidate(
-            p,
-            s,
-            e,
-            SENTENCE_WEIGHT * scores[i] + (1 - SENTENCE_WEIGHT) * per_passage[p.id],
-            scores[i],
-            per_passage[p.id],
-        )
+        Candidate(p, s, e, SENTENCE_WEIGHT * scores[i] + (1 - SENTENCE_WEIGHT) * per_passage[p.id])
         for i, (p, s, e) in enumerate(spans)
     ]
     return sorted(out, key=lambda c: -c.score)
@@ -186,19 +176,10 @@ def _where(p: PassageView) -> str:
     return f"{title}, p. {p.page_start}" if p.page_start else title
 
 
-def reading_of(ranked: Sequence[Candidate]) -> answerability.Reading:
-    best = ranked[0]
-    return answerability.Reading(
-        best.score, best.sentence_score, max(c.passage_score for c in ranked), best.passage.id
-    )
-
-
-def choose(ranked: Sequence[Candidate], threshold: float, confidence: float | None = None) -> RawAnswer:
-    """Quote the best sentence (and one close runner-up), or abstain when ``confidence`` (default: the best
-    sentence's score) is below ``threshold``."""
-    gate = confidence if confidence is not None else (ranked[0].score if ranked else 0.0)
-    if not ranked or gate < threshold:
-        return RawAnswer((), "", Verdict.NOT_IN_BOOK, confidence=gate)
+def choose(ranked: Sequence[Candidate], threshold: float) -> RawAnswer:
+    """Quote the best sentence (and one close runner-up), or abstain when the best is below ``threshold``."""
+    if not ranked or ranked[0].score < threshold:
+        return RawAnswer((), "", Verdict.NOT_IN_BOOK, confidence=ranked[0].score if ranked else 0.0)
     best = ranked[0]
     chosen = [best]
     for c in ranked[1:]:
@@ -209,33 +190,19 @@ def choose(ranked: Sequence[Candidate], threshold: float, confidence: float | No
     parts = [f"{_where(c.passage)}: “{c.text}”" for c in chosen]
     answer = "The book says — " + " … ".join(parts)
     quotes = tuple(RawQuote(c.passage.id, c.text) for c in chosen)
-    return RawAnswer(quotes, answer, Verdict.ANSWERED, confidence=gate)
+    return RawAnswer(quotes, answer, Verdict.ANSWERED, confidence=best.score)
 
 
 class ExtractiveBackend:
     """No language model: it never asks for tools, and a retry gets the same (deterministic) answer."""
 
-    def __init__(
-        self,
-        threshold: float,
-        scorer: Scorer | None = None,
-        model: answerability.Model | bool | None = True,
-        answerability_threshold: float = 0.5,
-    ) -> None:
+    def __init__(self, threshold: float, scorer: Scorer | None = None) -> None:
         self.threshold = threshold
         self.scorer = scorer or default_scorer()
-        # True: the shipped answerability weights (when present); None/False: the best sentence's score alone
-        self.model = answerability.load() if model is True else (model or None)
-        self.answerability_threshold = answerability_threshold
-        who = f"+{self.model.identity}" if self.model else ""
-        self.identity = f"extractive:{self.scorer.identity}{who}"
+        self.identity = f"extractive:{self.scorer.identity}"
 
     def _answer(self, prompt: Prompt) -> RawAnswer:
-        ranked = rank_sentences(prompt.question, prompt.passages, self.scorer)
-        if self.model is not None and prompt.terms is not None and ranked:
-            p = self.model.probability(answerability.features(reading_of(ranked), prompt.terms))
-            return choose(ranked, self.answerability_threshold, confidence=p)
-        return choose(ranked, self.threshold)
+        return choose(rank_sentences(prompt.question, prompt.passages, self.scorer), self.threshold)
 
     async def open_turn(self, prompt: Prompt) -> RawAnswer | ToolRequest:
         return await self.final_turn(prompt)
