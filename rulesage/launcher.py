@@ -156,9 +156,13 @@ class Supervisor:
         env["DATABASE_URL"] = self.url
         env["RULESAGE_HOST"] = "127.0.0.1"
         env["PYTHONUNBUFFERED"] = "1"
-        # glibc gives each thread that allocates its own arena: the worker threads of the model services
-        # grew RSS for minutes under load (answer +13 % from minute 1 to 5); two arenas keep it flat
+        # glibc allocator settings for the model services under load: each allocating thread gets its own
+        # arena, and after large frees the mmap threshold rises so later tensors come from (and fragment) the
+        # heap; the answer service's RSS drifted +12-13 % from minute 1 to minute 5 of the load bench. Two
+        # arenas and a fixed 256 KiB mmap threshold hand big tensors back to the kernel when freed.
         env.setdefault("MALLOC_ARENA_MAX", "2")
+        env.setdefault("MALLOC_MMAP_THRESHOLD_", "262144")
+        env.setdefault("MALLOC_TRIM_THRESHOLD_", "524288")
         for name in SERVICES:
             env[f"RULESAGE_{name.upper()}_ADDR"] = f"127.0.0.1:{self.ports[name]}"
         return env
