@@ -42,6 +42,13 @@ class LaunchError(RuntimeError):
     """The mesh could not come up; the message says what and why."""
 
 
+# The answer service frees many mid-sized tensors per ask; after large frees glibc raises its mmap threshold
+# and later ones come from (and fragment) the heap: its RSS drifted +12-13 % from minute 1 to minute 5 of the
+# load bench. A fixed 256 KiB threshold hands them back to the kernel (then +0.7 %). Not for rerank: its 20-30
+# MB head tensors would be mapped and faulted in on every request (rerank scoring p50 187 -> 415 ms).
+ALLOCATOR = {"answer": {"MALLOC_MMAP_THRESHOLD_": "262144", "MALLOC_TRIM_THRESHOLD_": "524288"}}
+
+
 def _int_env(name: str, default: int) -> int:
     raw = os.environ.get(name, "").strip()
     if not raw:
@@ -156,13 +163,8 @@ class Supervisor:
         env["DATABASE_URL"] = self.url
         env["RULESAGE_HOST"] = "127.0.0.1"
         env["PYTHONUNBUFFERED"] = "1"
-        # glibc allocator settings for the model services under load: each allocating thread gets its own
-        # arena, and after large frees the mmap threshold rises so later tensors come from (and fragment) the
-        # heap; the answer service's RSS drifted +12-13 % from minute 1 to minute 5 of the load bench. Two
-        # arenas and a fixed 256 KiB mmap threshold hand big tensors back to the kernel when freed.
+        # glibc gives each allocating thread its own arena; two keep the model services' RSS from creeping
         env.setdefault("MALLOC_ARENA_MAX", "2")
-        env.setdefault("MALLOC_MMAP_THRESHOLD_", "262144")
-        env.setdefault("MALLOC_TRIM_THRESHOLD_", "524288")
         for name in SERVICES:
             env[f"RULESAGE_{name.upper()}_ADDR"] = f"127.0.0.1:{self.ports[name]}"
         return env
@@ -170,6 +172,8 @@ class Supervisor:
     def spawn(self, child: Child) -> None:
         env = self.env()
         env["RULESAGE_PORT"] = str(child.port)
+        for key, value in ALLOCATOR.get(child.name, {}).items():
+            env.setdefault(key, value)
         metrics = _int_env("RULESAGE_METRICS_PORT", 0)
         if metrics:  # one Prometheus endpoint per process: RULESAGE_METRICS_PORT + its place in the mesh
             env["RULESAGE_METRICS_PORT"] = str(metrics + [*SERVICES, "gateway"].index(child.name))
