@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from services.answer.backends.extractive import (
+    RERANK_PRIOR,
     BiEncoderScorer,
     Candidate,
     ExtractiveBackend,
@@ -150,12 +152,19 @@ def test_calibration_midpoint_and_none_when_the_floors_cannot_be_met() -> None:
 
 def test_scores_on_the_wire_do_not_leak_into_the_extractive_scale(scorer: BiEncoderScorer) -> None:
     # the reranker's scores are blended with the fused order and not on the [0, 1] cosine scale the abstain
-    # threshold is calibrated on: the same sentence scores the same whatever the road carried
+    # threshold is calibrated on: only their order counts (a small prior), never their size
     same = "On your turn, you can move a distance up to your speed."
-    low = PassageView(id=5, text=same, rerank_score=-3.0)
-    high = PassageView(id=6, text=same, rerank_score=19.0)
-    ranked = rank_sentences("how far can I move?", [low, high], scorer)
-    assert ranked[0].score == pytest.approx(ranked[1].score)
+    q = "how far can I move?"
+    ranked = rank_sentences(
+        q, [PassageView(5, same, rerank_score=-3.0), PassageView(6, same, rerank_score=19.0)], scorer
+    )
+    wider = rank_sentences(
+        q, [PassageView(5, same, rerank_score=-300.0), PassageView(6, same, rerank_score=1900.0)], scorer
+    )
+    assert [c.score for c in ranked] == pytest.approx([c.score for c in wider])
+    assert ranked[0].passage.id == 6 and ranked[0].score - ranked[1].score == pytest.approx(
+        RERANK_PRIOR * math.log1p(1)
+    )
     assert 0.0 < ranked[0].score <= 1.0
 
 
@@ -182,3 +191,20 @@ def test_stored_passage_vectors_stand_in_for_embedding_the_passage(scorer: BiEnc
         for p, v in zip(plain, vecs, strict=True)
     ]
     assert scorer.score_passages(q, alien) == pytest.approx(embedded, abs=1e-5)
+
+
+def test_the_rerankers_order_breaks_near_ties_between_passages(scorer: BiEncoderScorer) -> None:
+    import dataclasses
+
+    q = "how far can I move on my turn?"
+    twin = dataclasses.replace(MOVE, id=3)  # the same text in a second passage
+    first = rank_sentences(q, [dataclasses.replace(MOVE, rerank_score=1.0), twin], scorer)
+    assert first[0].passage.id == 1  # no rerank score on the twin: no prior either way
+    read = [dataclasses.replace(MOVE, rerank_score=-2.0), dataclasses.replace(twin, rerank_score=5.0)]
+    ranked = rank_sentences(q, read, scorer)
+    assert ranked[0].passage.id == 3  # the reranker read the twin first: its sentence wins the tie
+    top, other = (
+        ranked[0].score,
+        next(c.score for c in ranked if c.passage.id == 1 and c.text == ranked[0].text),
+    )
+    assert top - other == pytest.approx(RERANK_PRIOR * math.log1p(1), abs=1e-6)

@@ -23,6 +23,10 @@ from services.answer.loop import Prompt, ToolRequest
 log = logging.getLogger(__name__)
 
 SENTENCE_WEIGHT = 0.7  # the rest is the passage's own relevance
+# A sentence of the reranker's k-th passage (0-based) gives up RERANK_PRIOR * ln(1 + k). Chosen on 274
+# helper-written questions (never gold) whose answer was among the 8 shown: the best sentence sat in a passage
+# holding the quote 0.701 of the time without it, 0.741 with 0.02 (0.01: 0.719, 0.03: 0.730, 0.05: 0.726).
+RERANK_PRIOR = 0.02
 MAX_SENTENCES = 2  # quoted per answer
 SECOND_MARGIN = 0.04  # a second sentence is quoted when it scores within this of the best
 MAX_SENTENCE_CHARS = 400
@@ -150,7 +154,8 @@ class Candidate:
 
 
 def rank_sentences(question: str, passages: Sequence[PassageView], scorer: Scorer) -> list[Candidate]:
-    """Every sentence of every passage, best first, scored SENTENCE_WEIGHT * sentence + rest * passage.
+    """Every sentence of every passage, best first, scored SENTENCE_WEIGHT * sentence + rest * passage, less
+    the reranker-order prior.
 
     The passage's relevance comes from the same scorer (the reranker's scores on the wire are on another
     scale and blended with the fused order, so they are not reused here)."""
@@ -164,8 +169,18 @@ def rank_sentences(question: str, passages: Sequence[PassageView], scorer: Score
         by_vector(question, passages) if by_vector else scorer.score(question, [p.text for p in passages])
     )
     per_passage = {p.id: passage_scores[i] for i, p in enumerate(passages)}
+    # the careful reader's order, when it read them (passages arrive dealt ends-first, not in order)
+    reread = sorted(
+        (p for p in passages if p.rerank_score is not None), key=lambda p: -(p.rerank_score or 0.0)
+    )
+    prior = {p.id: RERANK_PRIOR * math.log1p(k) for k, p in enumerate(reread)}
     out = [
-        Candidate(p, s, e, SENTENCE_WEIGHT * scores[i] + (1 - SENTENCE_WEIGHT) * per_passage[p.id])
+        Candidate(
+            p,
+            s,
+            e,
+            SENTENCE_WEIGHT * scores[i] + (1 - SENTENCE_WEIGHT) * per_passage[p.id] - prior.get(p.id, 0.0),
+        )
         for i, (p, s, e) in enumerate(spans)
     ]
     return sorted(out, key=lambda c: -c.score)
