@@ -91,9 +91,14 @@ def ensure_shelf(shelf: Path) -> dict[str, Any]:
     url = db.database_url()
     db.migrate(url)
     summary = ingest_shelf(url, shelf, progress=False)
+    from services.answer.sentence_index import draw_missing as draw_sentences
     from services.rerank.states import draw_missing
 
-    return {**summary.to_dict(), "reranker_states_drawn": draw_missing(url)}
+    return {
+        **summary.to_dict(),
+        "reranker_states_drawn": draw_missing(url),
+        "sentence_vectors_drawn": draw_sentences(url),
+    }
 
 
 def coverage(url: str, gold: list[dict[str, Any]]) -> tuple[float, list[dict[str, Any]]]:

@@ -233,11 +233,17 @@ class Supervisor:
             print(f"{why}; ingesting the demo shelf {shelf} ...", flush=True)
             summary = ingest_shelf(self.url, shelf, progress=True)
             print(f"demo shelf ingested: {summary.to_dict()}", flush=True)
+        from services.answer.sentence_index import draw_missing as draw_sentences
         from services.rerank.states import draw_missing
 
         drawn = draw_missing(self.url, progress=True)  # a new shelf, a new reranker, or an older database
-        if drawn:
-            print(f"reranker window states drawn for {drawn} passages", flush=True)
+        sentences = draw_sentences(self.url, progress=True)
+        if drawn or sentences:
+            print(
+                f"index-time work: reranker window states for {drawn} passages, sentence vectors for "
+                f"{sentences}",
+                flush=True,
+            )
 
     def start(self) -> None:
         self.check_ports()

@@ -49,6 +49,8 @@ class PassageView:
     # the extractive scorer reads them instead of embedding the passage again.
     vector: Any = field(default=None, compare=False, repr=False)
     vector_model: str = ""
+    # Its sentences' stored vectors: (model, spans [(start, end), ...], float matrix), when drawn at ingest.
+    sentence_vectors: Any = field(default=None, compare=False, repr=False)
 
 
 # -- the unvalidated side: what the model wrote ------------------------------------------------------------

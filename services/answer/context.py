@@ -112,12 +112,20 @@ def passage_from_row(row: Sequence[Any]) -> PassageView:
     )
 
 
-def with_vectors(passages: Sequence[PassageView], found: dict[int, tuple[Any, str]]) -> list[PassageView]:
-    """The passages with their stored embedding (and its model) attached where one was found."""
-    return [
-        dataclasses.replace(p, vector=found[p.id][0], vector_model=found[p.id][1]) if p.id in found else p
-        for p in passages
-    ]
+def with_vectors(passages: Sequence[PassageView], found: dict[int, tuple[Any, ...]]) -> list[PassageView]:
+    """The passages with what was stored for them attached: the embedding and its model, and the sentence
+    vectors row (services/answer/sentence_index.py) when it was drawn from this very text."""
+    from services.answer.sentence_index import stored
+
+    out = []
+    for p in passages:
+        if p.id not in found:
+            out.append(p)
+            continue
+        vector, model, *rest = found[p.id]
+        sentences = stored(rest[0], p.text) if rest else None
+        out.append(dataclasses.replace(p, vector=vector, vector_model=model, sentence_vectors=sentences))
+    return out
 
 
 class PgLibrary:
@@ -134,22 +142,28 @@ class PgLibrary:
             cur = await conn.execute("SELECT id, text FROM sections WHERE id = ANY(%s)", (ids,))
             return {int(r[0]): r[1] for r in await cur.fetchall()}
 
-    async def vectors(self, passage_ids: Sequence[int]) -> dict[int, tuple[Any, str]]:
-        """Each passage's stored embedding and the model that drew it (passages without one are absent)."""
+    async def vectors(self, passage_ids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+        """Each passage's stored embedding and the model that drew it, plus its sentence vectors row
+        (model, text sha, spans, vectors) or None; passages without an embedding are absent."""
         ids = sorted({i for i in passage_ids if i})
         if not ids:
             return {}
         async with self.pool.connection() as conn:
             cur = await conn.execute(
-                "SELECT p.id, p.embedding, s.model FROM passages p"
+                "SELECT p.id, p.embedding, s.model, v.model, v.text_sha, v.spans, v.vectors FROM passages p"
                 " JOIN embedding_space s ON s.id = p.space_id"
+                " LEFT JOIN sentence_vectors v ON v.passage_id = p.id"
                 " WHERE p.id = ANY(%s) AND p.embedding IS NOT NULL",
                 (ids,),
             )
             rows = await cur.fetchall()
         # pgvector hands back Vector objects (or arrays, by version): the scorer wants float32 arrays
         return {
-            int(r[0]): (np.asarray(r[1].to_numpy() if hasattr(r[1], "to_numpy") else r[1], np.float32), r[2])
+            int(r[0]): (
+                np.asarray(r[1].to_numpy() if hasattr(r[1], "to_numpy") else r[1], np.float32),
+                r[2],
+                (r[3], r[4], list(r[5]), bytes(r[6])) if r[3] is not None else None,
+            )
             for r in rows
         }
 

@@ -208,3 +208,29 @@ def test_the_rerankers_order_breaks_near_ties_between_passages(scorer: BiEncoder
         next(c.score for c in ranked if c.passage.id == 1 and c.text == ranked[0].text),
     )
     assert top - other == pytest.approx(RERANK_PRIOR * math.log1p(1), abs=1e-6)
+
+
+def test_stored_sentence_vectors_stand_in_for_embedding_the_sentences(scorer: BiEncoderScorer) -> None:
+    import dataclasses
+
+    from services.answer import sentence_index
+    from services.answer.backends.extractive import sentence_inputs
+
+    q = "how far can I move on my turn?"
+    per = [(p, sentence_inputs(p)) for p in (MOVE, SPELLS)]
+    fresh = scorer.score_sentences(q, per)
+    assert fresh == pytest.approx(scorer.score(q, [t for _, ins in per for _, _, t in ins]))
+    (row,) = [r for r in sentence_index.rows_for(scorer.embedder, [(1, MOVE.text, MOVE.heading_path)])]
+    _, model, sha, flat, blob = row
+    got = sentence_index.stored((model, sha, flat, blob), MOVE.text)
+    assert got is not None and got[1] == [(s, e) for s, e, _ in per[0][1]]
+    with_stored = [(dataclasses.replace(MOVE, sentence_vectors=got), per[0][1]), per[1]]
+    assert scorer.score_sentences(q, with_stored) == pytest.approx(fresh, abs=2e-3)  # float16 storage
+    # drawn from another text, or for other spans, or by another model: embedded afresh, never misread
+    assert sentence_index.stored((model, sha, flat, blob), MOVE.text + " Amended.") is None
+    moved = (got[0], [(s + 1, e) for s, e in got[1]], got[2])
+    alien = ("another-model", got[1], -got[2])
+    for bad in (moved, alien):
+        assert scorer.score_sentences(q, [(dataclasses.replace(MOVE, sentence_vectors=bad), per[0][1])]) == (
+            pytest.approx(fresh[: len(per[0][1])], abs=1e-5)
+        )

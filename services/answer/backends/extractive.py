@@ -65,6 +65,28 @@ class BiEncoderScorer:
         m = self.embedder.embed_passages(list(texts), batch=8)  # short sentences: small batches pad least
         return [float(x) for x in np.clip(m @ self._q(question), 0.0, 1.0)]
 
+    def score_sentences(
+        self, question: str, per: Sequence[tuple[PassageView, list[tuple[int, int, str]]]]
+    ) -> list[float]:
+        """Every sentence's relevance, in order: from the passage's stored sentence vectors where this model
+        drew them for exactly these spans, embedding only the others."""
+        q = self._q(question)
+        out: list[float | None] = []
+        todo: list[tuple[int, str]] = []
+        for p, inputs in per:
+            stored = p.sentence_vectors  # (model, spans, matrix)
+            spans = [(s, e) for s, e, _ in inputs]
+            if stored is not None and stored[0] == self.model and stored[1] == spans:
+                out.extend(float(x) for x in np.clip(np.asarray(stored[2], np.float32) @ q, 0.0, 1.0))
+                continue
+            for _, _, text in inputs:
+                todo.append((len(out), text))
+                out.append(None)
+        if todo:
+            for (i, _), v in zip(todo, self.score(question, [t for _, t in todo]), strict=True):
+                out[i] = v
+        return [float(v) for v in out if v is not None]
+
     def score_passages(self, question: str, passages: Sequence[PassageView]) -> list[float]:
         """The passages' relevance from their stored embeddings where this model drew them (the dense arm's
         vector: the passage's nearest headings, then its text), embedding only the others the same way."""
@@ -153,17 +175,29 @@ class Candidate:
         return self.passage.text[self.start : self.end]
 
 
+def sentence_inputs(p: PassageView) -> list[tuple[int, int, str]]:
+    """Each sentence's span and the text its relevance is drawn from: the passage's nearest heading, then the
+    sentence (so a short sentence keeps its topic)."""
+    head = p.heading_path[-1] + ": " if p.heading_path else ""
+    return [(s, e, head + p.text[s:e]) for s, e in sentences(p.text)]
+
+
 def rank_sentences(question: str, passages: Sequence[PassageView], scorer: Scorer) -> list[Candidate]:
     """Every sentence of every passage, best first, scored SENTENCE_WEIGHT * sentence + rest * passage, less
     the reranker-order prior.
 
     The passage's relevance comes from the same scorer (the reranker's scores on the wire are on another
     scale and blended with the fused order, so they are not reused here)."""
-    spans = [(p, s, e) for p in passages for s, e in sentences(p.text)]
+    per = [(p, sentence_inputs(p)) for p in passages]
+    spans = [(p, s, e) for p, inputs in per for s, e, _ in inputs]
     if not spans:
         return []
-    texts = [(p.heading_path[-1] + ": " if p.heading_path else "") + p.text[s:e] for p, s, e in spans]
-    scores = scorer.score(question, texts)
+    stored = getattr(scorer, "score_sentences", None)
+    scores = (
+        stored(question, per)
+        if stored
+        else scorer.score(question, [t for _, inputs in per for _, _, t in inputs])
+    )
     by_vector = getattr(scorer, "score_passages", None)
     passage_scores = (
         by_vector(question, passages) if by_vector else scorer.score(question, [p.text for p in passages])
