@@ -65,19 +65,13 @@ def cmd_ingest(ns: argparse.Namespace) -> int:
     url = db.database_url()
     db.migrate(url)
     summary = ingest_shelf(url, Path(ns.shelf), games=ns.game or None, progress=not ns.json)
-    from services.answer.sentence_index import draw_missing as draw_sentences
-    from services.rerank.states import draw_missing
+    from rulesage.indexing import draw_all
 
-    drawn = draw_missing(url, progress=not ns.json)  # the careful reader's index-time half
-    sentences = draw_sentences(url, progress=not ns.json)  # the extractive answer's
+    drawn = draw_all(url, progress=not ns.json)  # what requests read instead of computing
     if ns.json:
-        _print_json(
-            {**summary.to_dict(), "reranker_states_drawn": drawn, "sentence_vectors_drawn": sentences}
-        )
-    elif drawn or sentences:
-        print(
-            f"index-time work: reranker window states for {drawn} passages, sentence vectors for {sentences}"
-        )
+        _print_json({**summary.to_dict(), **drawn})
+    elif any(drawn.values()):
+        print("index-time work: " + ", ".join(f"{k} {v}" for k, v in drawn.items()))
     return 1 if summary.failed and not summary.documents else 0
 
 

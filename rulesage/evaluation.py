@@ -91,14 +91,9 @@ def ensure_shelf(shelf: Path) -> dict[str, Any]:
     url = db.database_url()
     db.migrate(url)
     summary = ingest_shelf(url, shelf, progress=False)
-    from services.answer.sentence_index import draw_missing as draw_sentences
-    from services.rerank.states import draw_missing
+    from rulesage.indexing import draw_all
 
-    return {
-        **summary.to_dict(),
-        "reranker_states_drawn": draw_missing(url),
-        "sentence_vectors_drawn": draw_sentences(url),
-    }
+    return {**summary.to_dict(), **draw_all(url)}
 
 
 def coverage(url: str, gold: list[dict[str, Any]]) -> tuple[float, list[dict[str, Any]]]:

@@ -233,17 +233,12 @@ class Supervisor:
             print(f"{why}; ingesting the demo shelf {shelf} ...", flush=True)
             summary = ingest_shelf(self.url, shelf, progress=True)
             print(f"demo shelf ingested: {summary.to_dict()}", flush=True)
-        from services.answer.sentence_index import draw_missing as draw_sentences
-        from services.rerank.states import draw_missing
+        from rulesage.indexing import draw_all
 
-        drawn = draw_missing(self.url, progress=True)  # a new shelf, a new reranker, or an older database
-        sentences = draw_sentences(self.url, progress=True)
-        if drawn or sentences:
-            print(
-                f"index-time work: reranker window states for {drawn} passages, sentence vectors for "
-                f"{sentences}",
-                flush=True,
-            )
+        # a new shelf, a new reranker or embedder, or an older database: draw what is missing
+        drawn = draw_all(self.url, progress=True)
+        if any(drawn.values()):
+            print("index-time work: " + ", ".join(f"{k} {v}" for k, v in drawn.items()), flush=True)
 
     def start(self) -> None:
         self.check_ports()

@@ -10,13 +10,13 @@ stale, or whose spans differ from what the splitter gives now is embedded at ans
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
+from rulesage.indexing import text_sha
 from services.answer.backends.extractive import sentence_inputs
 from services.answer.citations import PassageView
 
@@ -37,10 +37,6 @@ VALUES (%s, %s, %s, %s, %s)
 ON CONFLICT (passage_id) DO UPDATE
 SET model = EXCLUDED.model, text_sha = EXCLUDED.text_sha, spans = EXCLUDED.spans, vectors = EXCLUDED.vectors
 """
-
-
-def text_sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def pack(vectors: np.ndarray) -> bytes:
@@ -85,6 +81,7 @@ def draw_missing(url: str, progress: bool = False, batch: int = 64) -> int:
     import psycopg
 
     from rulesage.embed import identity
+    from rulesage.indexing import in_batches
 
     model = identity().model
     with psycopg.connect(url, autocommit=True) as conn:
@@ -95,18 +92,11 @@ def draw_missing(url: str, progress: bool = False, batch: int = 64) -> int:
 
         embedder = shared_embedder()
         todo = conn.execute(MISSING_SQL, (model,)).fetchall()  # type: ignore[arg-type]
-        bar = None
-        if progress:
-            from tqdm import tqdm
 
-            bar = tqdm(total=len(todo), unit="passage", desc="answer sentence vectors")
-        for start in range(0, len(todo), batch):
-            chunk = todo[start : start + batch]
-            with conn.cursor() as cur, conn.transaction():
+        def write(conn: Any, chunk: Sequence[Any]) -> None:
+            with conn.cursor() as cur:
                 cur.executemany(SAVE_SQL, list(rows_for(embedder, [(int(r[0]), r[1], r[2]) for r in chunk])))
-            if bar is not None:
-                bar.update(len(chunk))
-        if bar is not None:
-            bar.close()
+
+        in_batches(conn, todo, write, batch, "answer sentence vectors", progress)
     log.info("drew sentence vectors for %d passages", len(todo))
     return len(todo)

@@ -14,7 +14,6 @@ encoded on the spot (the old cost) and written back.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import struct
 from collections.abc import Callable, Iterable, Sequence
@@ -24,14 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from rulesage.indexing import text_sha
+
 log = logging.getLogger(__name__)
 
 DIM = 384
 _HEADER = struct.Struct("<HH")  # tokens, dim
-
-
-def text_sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def pack(states: np.ndarray) -> bytes:
@@ -160,26 +157,17 @@ def backfill(
     """Draw the states of every live passage that lacks current ones (after an ingest); returns how many."""
     import psycopg
 
+    from rulesage.indexing import in_batches
+
+    def write(conn: Any, chunk: Sequence[Any]) -> None:
+        states = encode([t for _, t in chunk])
+        items = ((int(pid), text, s) for (pid, text), s in zip(chunk, states, strict=True))
+        conn.execute(SAVE_SQL, rows(model, items))  # type: ignore[arg-type]
+
     with psycopg.connect(url, autocommit=True) as conn:
         todo = conn.execute(MISSING_SQL, (model,)).fetchall()
         if not todo:
             return 0
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(todo), unit="window", desc="reranker states")
-        for start in range(0, len(todo), batch):
-            chunk = todo[start : start + batch]
-            states = encode([t for _, t in chunk])
-            with conn.transaction():
-                conn.execute(
-                    SAVE_SQL,  # type: ignore[arg-type]
-                    rows(model, ((int(pid), text, s) for (pid, text), s in zip(chunk, states, strict=True))),
-                )
-            if bar is not None:
-                bar.update(len(chunk))
-        if bar is not None:
-            bar.close()
+        in_batches(conn, todo, write, batch, "reranker window states", progress)
     log.info("drew reranker window states for %d passages", len(todo))
     return len(todo)
