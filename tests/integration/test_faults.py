@@ -32,9 +32,8 @@ import httpx
 import psycopg
 import pytest
 
-from rulesage.config import state_dir
 from rulesage.text import find_quote
-from tests.isolated_mesh import free_block
+from tests.isolated_mesh import FIXTURES, IsolatedMesh, isolated_mesh
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,26 +66,30 @@ class Asked:
 
 @dataclass
 class Mesh:
-    env: dict[str, str]
-    state: Path
-    gateway: str
+    """The isolated mesh under test, the asks made of it, and its database."""
+
+    iso: IsolatedMesh
     db_url: str = ""
     log: list[Asked] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    @property
+    def env(self) -> dict[str, str]:
+        return self.iso.env
+
+    @property
+    def state(self) -> Path:
+        return self.iso.state
+
+    @property
+    def gateway(self) -> str:
+        return self.iso.gateway_url
+
     def cli(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "rulesage.cli", *args],
-            env=self.env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        return self.iso.cli(*args, timeout=timeout)
 
     def status(self) -> dict[str, Any]:
-        out = self.cli("status", "--json", timeout=60)
-        return json.loads(out.stdout)  # type: ignore[no-any-return]
+        return self.iso.status(timeout=60)
 
     def ask(self, client: httpx.Client, game: str, question: str, note: str = "") -> Asked:
         t0 = time.monotonic()
@@ -145,31 +148,16 @@ class Players:
 
 @pytest.fixture(scope="module")
 def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
-    tmp = tmp_path_factory.mktemp("faults")
-    state = tmp / "state"
-    state.mkdir()
-    models = state_dir() / "models"  # reuse the exported embedder instead of exporting it again
-    if models.exists():
-        (state / "models").symlink_to(models)
-    base = free_block(9)
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("RULESAGE_") and k != "DATABASE_URL"},
-        "RULESAGE_STATE_DIR": str(state),
-        "RULESAGE_BASE_PORT": str(base),
-        "RULESAGE_GATEWAY_PORT": str(base + 8),
-        "RULESAGE_DEMO_SHELF": str(ROOT / "tests" / "fixtures" / "tiny-shelf.toml"),
-        "RULESAGE_ASK_RATE": "100000/minute",
-    }
-    m = Mesh(env, state, f"http://127.0.0.1:{base + 8}")
-    up = m.cli("up", "--detach")
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
-        m.db_url = db_uri(m)
-        with Players(m):
-            yield m
-    finally:
-        down = m.cli("down")
-        assert down.returncode == 0, down.stderr
+    tiny = FIXTURES / "tiny-shelf.toml"
+    with isolated_mesh(tmp_path_factory.mktemp("faults"), tiny, RULESAGE_ASK_RATE="100000/minute") as iso:
+        m = Mesh(iso)
+        try:
+            m.db_url = db_uri(m)
+            with Players(m):
+                yield m
+        finally:
+            down = m.cli("down")
+            assert down.returncode == 0, down.stderr
 
 
 def db_uri(m: Mesh) -> str:

@@ -9,9 +9,7 @@ prompt injection cannot loosen the citation check: every quote is still verbatim
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,6 @@ import grpc
 import httpx
 import pytest
 
-from rulesage.config import state_dir
 from rulesage.text import find_quote
 from rulesage.v1 import (
     answer_pb2,
@@ -33,7 +30,7 @@ from rulesage.v1 import (
     rerank_pb2,
     rerank_pb2_grpc,
 )
-from tests.isolated_mesh import free_block
+from tests.isolated_mesh import FIXTURES, IsolatedMesh, isolated_mesh
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,48 +40,28 @@ MB = 1_000_000
 
 
 class Mesh:
-    def __init__(self, env: dict[str, str], base: int) -> None:
-        self.env = env
-        self.gateway = f"http://127.0.0.1:{base + 8}"
-        self.addr = {name: f"127.0.0.1:{base + i}" for i, name in enumerate(SERVICES)}
-        self.http = httpx.Client(base_url=self.gateway, timeout=120)
+    """The isolated mesh under test, with each service's address and an HTTP client for the gateway."""
+
+    def __init__(self, iso: IsolatedMesh) -> None:
+        self.iso = iso
+        self.addr = {name: f"127.0.0.1:{iso.base + i}" for i, name in enumerate(SERVICES)}
+        self.http = httpx.Client(base_url=iso.gateway_url, timeout=120)
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "rulesage.cli", *args],
-            env=self.env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        return self.iso.cli(*args)
 
 
 @pytest.fixture(scope="module")
 def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
-    state = tmp_path_factory.mktemp("hostile") / "state"
-    state.mkdir()
-    models = state_dir() / "models"
-    if models.exists():
-        (state / "models").symlink_to(models)
-    base = free_block(9)
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("RULESAGE_") and k != "DATABASE_URL"},
-        "RULESAGE_STATE_DIR": str(state),
-        "RULESAGE_BASE_PORT": str(base),
-        "RULESAGE_GATEWAY_PORT": str(base + 8),
-        "RULESAGE_DEMO_SHELF": str(ROOT / "tests" / "fixtures" / "tiny-shelf.toml"),
-        "RULESAGE_ASK_RATE": "100000/minute",
-    }
-    m = Mesh(env, base)
-    up = m.cli("up", "--detach")
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
-        yield m
-    finally:
-        m.http.close()
-        down = m.cli("down")
-        assert down.returncode == 0, down.stderr
+    tiny = FIXTURES / "tiny-shelf.toml"
+    with isolated_mesh(tmp_path_factory.mktemp("hostile"), tiny, RULESAGE_ASK_RATE="100000/minute") as iso:
+        m = Mesh(iso)
+        try:
+            yield m
+        finally:
+            m.http.close()
+            down = m.cli("down")
+            assert down.returncode == 0, down.stderr
 
 
 def refused(resp: httpx.Response, *statuses: int) -> str:
