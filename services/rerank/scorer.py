@@ -21,7 +21,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -196,9 +196,8 @@ class TrainedScorer:
         import onnx
         from onnx.utils import Extractor
 
-        cfg_path = path.with_name("reranker.json")
-        cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
-        max_tokens = window_tokens(path, opts)
+        cfg = model_config(path)
+        max_tokens = window_tokens(path, opts, cfg)
         self.tokens = Tokens(max_tokens, int(cfg.get("question_tokens", QUESTION_TOKENS)))
         graph = Extractor(onnx.load(str(path)))
         encoder = graph.extract_model(
@@ -210,8 +209,9 @@ class TrainedScorer:
         self.opts = opts
         self.prior = float(cfg.get("fused_prior", 0.0))
         prior = f"+fused-prior{self.prior:g}" if self.prior else ""
-        self.identity = f"{path.name}@{sha256_file(path)[:12]}{prior}"
-        self.states_key = states_key(path, max_tokens)
+        sha = sha256_file(path)[:12]  # 24 MB: hashed once at start
+        self.identity = f"{path.name}@{sha}{prior}"
+        self.states_key = states_key(path, max_tokens, sha)
 
     def _encode(self, rows: Sequence[Sequence[int]]) -> list[np.ndarray]:
         """One row per run. The int8 graph quantises activations with one scale per run, so in a batch a
@@ -264,22 +264,35 @@ class TrainedScorer:
         ``states``: windows' stored states where known (None where not: those are encoded now)."""
         if not passages:
             return np.zeros(0, np.float32), np.zeros(0, np.float32)
-        known: list[np.ndarray | None] = list(states) if states is not None else [None] * len(passages)
-        missing = [i for i, st in enumerate(known) if st is None]
-        for i, st in zip(missing, self.window_states([passages[i] for i in missing]), strict=True):
-            known[i] = st
-        return self.head_scores(self.question_states(question), [st for st in known if st is not None])
+        windows, _ = self.fill_states(passages, states)
+        return self.head_scores(self.question_states(question), windows)
+
+    def fill_states(
+        self, passages: Sequence[str], states: Sequence[np.ndarray | None] | None = None
+    ) -> tuple[list[np.ndarray], dict[int, np.ndarray]]:
+        """Every passage's window states: the given ones, and the missing ones encoded now (also returned
+        by index, so a caller can store them)."""
+        given = list(states) if states is not None else [None] * len(passages)
+        missing = [i for i, st in enumerate(given) if st is None]
+        drawn = dict(zip(missing, self.window_states([passages[i] for i in missing]), strict=True))
+        return [st if st is not None else drawn[i] for i, st in enumerate(given)], drawn
 
 
-def window_tokens(path: Path, opts: RuntimeOptions) -> int:
+def model_config(path: Path) -> dict[str, Any]:
+    """The model's reranker.json beside it ({} when there is none)."""
     cfg_path = path.with_name("reranker.json")
-    cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
+    return dict(json.loads(cfg_path.read_text())) if cfg_path.exists() else {}
+
+
+def window_tokens(path: Path, opts: RuntimeOptions, cfg: dict[str, Any] | None = None) -> int:
+    cfg = model_config(path) if cfg is None else cfg
     return min(opts.max_tokens, int(cfg.get("max_window_tokens", opts.max_tokens)))
 
 
-def states_key(path: Path, max_tokens: int) -> str:
-    """What stored window states depend on: the encoder (the model file) and the window's token budget."""
-    return f"{path.name}@{sha256_file(path)[:12]}/t{max_tokens}/row"  # /row: one window per encoder run
+def states_key(path: Path, max_tokens: int, sha: str = "") -> str:
+    """What stored window states depend on: the encoder (the model file) and the window's token budget.
+    ``sha``: the file's sha256 prefix when the caller has it already."""
+    return f"{path.name}@{sha or sha256_file(path)[:12]}/t{max_tokens}/row"  # /row: one window per run
 
 
 def load_scorer(opts: RuntimeOptions, model: str = "") -> Scorer:

@@ -93,11 +93,8 @@ def read(
     texts = [c.text for c in candidates]
     drawn: dict[int, np.ndarray] = {}
     if isinstance(scorer, TrainedScorer):
-        known: list[np.ndarray | None] = list(stored) if stored is not None else [None] * len(candidates)
-        missing = [i for i, st in enumerate(known) if st is None]
-        for i, st in zip(missing, scorer.window_states([texts[i] for i in missing]), strict=True):
-            known[i] = drawn[i] = st
-        raw = scorer.score_and_cosine(question, texts, known)[0]
+        windows, drawn = scorer.fill_states(texts, stored)
+        raw = scorer.score_and_cosine(question, texts, windows)[0]
     else:
         raw = scorer.score(question, texts)
     scores = [float(s) for s in raw]
