@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from psycopg_pool import AsyncConnectionPool
@@ -112,20 +112,31 @@ def passage_from_row(row: Sequence[Any]) -> PassageView:
     )
 
 
-def with_vectors(passages: Sequence[PassageView], found: dict[int, tuple[Any, ...]]) -> list[PassageView]:
-    """The passages with what was stored for them attached: the embedding and its model, and the sentence
-    vectors row (services/answer/sentence_index.py) when it was drawn from this very text."""
+class StoredVectors(NamedTuple):
+    """What ingest stored for one passage: its embedding, the model that drew it, and its sentence vectors
+    row (model, text sha, spans, vectors; services/answer/sentence_index.py) or None."""
+
+    vector: Any
+    model: str
+    sentences: tuple[str, str, list[int], bytes] | None = None
+
+
+def with_vectors(passages: Sequence[PassageView], found: dict[int, StoredVectors]) -> list[PassageView]:
+    """The passages with what was stored for them attached; sentence vectors only when they were drawn from
+    this very text."""
     from services.answer.sentence_index import stored
 
-    out = []
-    for p in passages:
-        if p.id not in found:
-            out.append(p)
-            continue
-        vector, model, *rest = found[p.id]
-        sentences = stored(rest[0], p.text) if rest else None
-        out.append(dataclasses.replace(p, vector=vector, vector_model=model, sentence_vectors=sentences))
-    return out
+    return [
+        dataclasses.replace(
+            p,
+            vector=found[p.id].vector,
+            vector_model=found[p.id].model,
+            sentence_vectors=stored(found[p.id].sentences, p.text),
+        )
+        if p.id in found
+        else p
+        for p in passages
+    ]
 
 
 class PgLibrary:
@@ -142,9 +153,8 @@ class PgLibrary:
             cur = await conn.execute("SELECT id, text FROM sections WHERE id = ANY(%s)", (ids,))
             return {int(r[0]): r[1] for r in await cur.fetchall()}
 
-    async def vectors(self, passage_ids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
-        """Each passage's stored embedding and the model that drew it, plus its sentence vectors row
-        (model, text sha, spans, vectors) or None; passages without an embedding are absent."""
+    async def vectors(self, passage_ids: Sequence[int]) -> dict[int, StoredVectors]:
+        """What ingest stored for each passage; passages without an embedding are absent."""
         ids = sorted({i for i in passage_ids if i})
         if not ids:
             return {}
@@ -159,7 +169,7 @@ class PgLibrary:
             rows = await cur.fetchall()
         # pgvector hands back Vector objects (or arrays, by version): the scorer wants float32 arrays
         return {
-            int(r[0]): (
+            int(r[0]): StoredVectors(
                 np.asarray(r[1].to_numpy() if hasattr(r[1], "to_numpy") else r[1], np.float32),
                 r[2],
                 (r[3], r[4], list(r[5]), bytes(r[6])) if r[3] is not None else None,
