@@ -91,7 +91,7 @@ def mesh_pids() -> dict[str, int]:
     return pids
 
 
-def rss_mb(name: str, pid: int) -> float | None:
+def pss_mb(name: str, pid: int) -> float | None:
     """Proportional set size (PSS) in MB: resident memory with each shared page split among the processes
     sharing it. Postgres counts its postmaster and every backend; summing their RSS instead would count the
     shared buffers once per backend that touched them (it grew 13 % that way while no memory was added)."""
@@ -110,7 +110,7 @@ def window_mean(trace: list[dict[str, Any]], lo: float, hi: float) -> dict[str, 
     out: dict[str, list[float]] = defaultdict(list)
     for snap in trace:
         if lo <= snap["t"] <= hi:
-            for name, mb in snap["rss_mb"].items():
+            for name, mb in snap["pss_mb"].items():
                 if mb is not None:
                     out[name].append(mb)
     return {n: round(statistics.fmean(v), 1) for n, v in out.items() if v}
@@ -211,15 +211,15 @@ async def player(
 async def sample_memory(
     pids: dict[str, int], t0: float, checkpoint_s: float, stop: asyncio.Event, memory: dict[str, Any]
 ) -> None:
-    memory["start"] = {n: rss_mb(n, p) for n, p in pids.items()}
+    memory["start"] = {n: pss_mb(n, p) for n, p in pids.items()}
     memory["trace"] = []
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=5)
         now = time.monotonic() - t0
-        snap = {n: rss_mb(n, p) for n, p in pids.items()}
-        memory["trace"].append({"t": round(now, 1), "rss_mb": snap})
-    memory["end_sample"] = {n: rss_mb(n, p) for n, p in pids.items()}
+        snap = {n: pss_mb(n, p) for n, p in pids.items()}
+        memory["trace"].append({"t": round(now, 1), "pss_mb": snap})
+    memory["end_sample"] = {n: pss_mb(n, p) for n, p in pids.items()}
     trace = memory["trace"]
     last = trace[-1]["t"] if trace else 0.0
     if last >= checkpoint_s + 2 * WINDOW_S:
