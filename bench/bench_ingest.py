@@ -44,8 +44,7 @@ def main() -> int:
         again = ingest_shelf(url, args.shelf, args.game, progress=not args.no_progress)
         with psycopg.connect(url) as conn:
             live = conn.execute(
-                "SELECT count(*), count(*) FILTER (WHERE searchable), count(embedding) FROM passages"
-                " WHERE retired_at IS NULL"
+                "SELECT count(*), count(*) FILTER (WHERE searchable), count(embedding) FROM current_passages"
             ).fetchone()
         report = {
             "cpus": os.cpu_count(),

@@ -3,7 +3,7 @@
 usage: .venv/bin/python bench/extraction_fidelity.py [--shared ../shared] [--docs KEY,KEY] [--misses N]
 
 Parses the shelf's documents with rulesage.ingest.parse.parse_document (the latest release of each key),
-then for every evidence item of eval/gold-dev.jsonl checks rulesage.text.supports on the passages of that
+then for every evidence item of eval/gold-dev.jsonl checks rulesage.core.text.supports on the passages of that
 document whose page span holds the evidence page (pages null: any passage; MTG items with `rule`: a passage
 of that rule, its rule row or its leaf row). Gold is read only to measure. Prints coverage, the misses with
 the nearest passage, passage/word statistics and the share of passages that fit one 256-token window.
@@ -24,9 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
 from rulesage.config import shared_dir
+from rulesage.core.text import normalise, supports
 from rulesage.ingest.model import ParsedDocument, PassageDraft
 from rulesage.ingest.parse import parse_document
-from rulesage.text import normalise, supports
 
 
 def shelf_documents(shared: Path) -> dict[str, tuple[Path, str]]:

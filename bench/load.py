@@ -46,7 +46,6 @@ sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 QUESTION_FILES = sorted((ROOT / "data" / "reranker").glob("*.jsonl"))
 BENCH_ASK_RATE = "100000/minute"
 FLAT_WITHIN = 0.10
-STAGES = ("lexical", "dense", "aisle", "fusion", "rerank", "answer")
 
 
 # -- the mesh ---------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from gateway.context import HERE, Ctx, ctx, make_templates, render
 from gateway.screening import Screening
 from gateway.security import SESSION_COOKIE, Guard, RateLimiter, new_session_id, valid_session_id
 from gateway.settings import GatewaySettings, check, load_settings
-from rulesage import db, runner
+from rulesage import db, mesh
 from rulesage.admission import Gate
 
 log = logging.getLogger(__name__)
@@ -51,14 +51,14 @@ def create_app(
     doorman_address: str | None = None,
 ) -> FastAPI:
     """Build the app. Settings default to the environment; the database to rulesage.db.database_url();
-    the doorman to runner.address("doorman") (RULESAGE_DOORMAN_ADDR)."""
+    the doorman to mesh.address("doorman") (RULESAGE_DOORMAN_ADDR)."""
     settings = settings or load_settings()
     check(settings)
     url = database_url or db.database_url()
     pool = db.async_pool(url, min_size=1, max_size=8)
     screening = Screening(
         pool,
-        doorman_address or runner.address("doorman"),
+        doorman_address or mesh.address("doorman"),
         timeout_s=settings.rulesage_doorman_timeout_s,
         sweep_interval_s=settings.rulesage_sweep_interval_s,
         sweep_grace_s=settings.rulesage_sweep_grace_s,

@@ -10,19 +10,19 @@ import math
 import re
 from typing import Any
 
-DEFAULT_K = 60
-# Fused scores cross the wire rounded to six decimals: 1/61 + 1/61 prints as 0.032787 > 2/61.
-CEILING_TOLERANCE = 5e-6
+from rulesage.core import rrf
+from rulesage.core.models import StageState
+from rulesage.core.rrf import CEILING_TOLERANCE
+
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
 def ceiling(voted: list[str], k: int) -> float:
-    """The highest fused score a passage can reach: rank 1 on every voting list, arms/(k+1)."""
-    return len(voted) / (k + 1) if voted else 0.0
+    return rrf.ceiling(len(voted), k)
 
 
 def ceiling_formula(voted: list[str], k: int) -> str:
-    return f"{len(voted)}/({k}+1) = {ceiling(voted, k):.5f}"
+    return rrf.ceiling_formula(len(voted), k)
 
 
 def trace_link(trace_url: str, trace_id: str) -> str:
@@ -88,7 +88,7 @@ def view(ruling: dict[str, Any], trace_url: str = "") -> dict[str, Any]:
     wrench: dict[str, Any] = ruling.get("wrench") or {}
     passages: list[dict[str, Any]] = ruling.get("passages") or []
     candidates: list[dict[str, Any]] = wrench.get("candidates") or []
-    k = int(_num(wrench.get("k")) or DEFAULT_K)
+    k = int(_num(wrench.get("k")) or rrf.K)
     voted = _voted(wrench, passages or candidates)
     top_ceiling = ceiling(voted, k)
     fused = [f for f in (_num(p.get("fused_score")) for p in [*passages, *candidates]) if f is not None]
@@ -108,7 +108,7 @@ def view(ruling: dict[str, Any], trace_url: str = "") -> dict[str, Any]:
             "detail": str(a.get("detail", "")),
             "hits": a.get("hits"),
             "ms": _num(a.get("ms")),
-            "ok": str(a.get("state", "")) in ("ok", "OK", "ARM_OK"),
+            "ok": str(a.get("state", "")) == StageState.OK,
         }
         for a in wrench.get("arms") or []
         if isinstance(a, dict)

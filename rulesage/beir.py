@@ -12,7 +12,6 @@ then Arm.Search with the vectors), and nDCG@10 and recall@100 are computed per a
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import gzip
 import json
@@ -24,13 +23,14 @@ from typing import Any
 
 import psycopg
 
-from rulesage import db, runner
-from rulesage.evaluation import ndcg_at_10, pct
+from rulesage import db
+from rulesage.arms import ArmClient
+from rulesage.core import rrf
+from rulesage.core.metrics import ndcg_at_10, pct, recall_at
+from rulesage.core.models import StageState
 from rulesage.ingest import store
 from rulesage.ingest.model import ParsedDocument, PassageDraft, SectionDraft
 from rulesage.ingest.shelf import DocumentEntry, GameEntry
-from rulesage.v1 import arm_pb2, arm_pb2_grpc
-from services.fusion import rrf
 
 FAMILY = "beir-scifact"
 GAME = GameEntry(slug="beir-scifact", name="BEIR SciFact (evaluation only)", family=FAMILY)
@@ -38,7 +38,6 @@ DOC_KEY = "beir-scifact-corpus"
 LICENCE = "CC BY-NC 2.0 (AllenAI SciFact; abstracts from S2ORC): evaluation use only"
 EMBED_BATCH = 256  # passages per embedder call; each batch is committed (an interrupted load resumes)
 LIMIT = 100  # hits asked of each arm (both allow up to 200)
-RRF_K = 60
 PUBLISHED = {"lucene_bm25_flat": 0.6789, "pyserini_hybrid_rrf": 0.742}
 RPC_TIMEOUT_S = 30.0
 CONNECT_TIMEOUT_S = 30.0
@@ -119,12 +118,7 @@ def load_queries(folder: Path, split: str = "test") -> tuple[list[Query], dict[s
 
 
 # -- metrics (pure) ----------------------------------------------------------------------------------
-def recall_at(ranked: Sequence[str], rels: Mapping[str, int], k: int = 100) -> float:
-    relevant = {d for d, r in rels.items() if r > 0}
-    return len(relevant.intersection(ranked[:k])) / len(relevant) if relevant else 0.0
-
-
-def fuse_ranked(lists: Mapping[str, Sequence[int]], k: int = RRF_K, limit: int = LIMIT) -> list[int]:
+def fuse_ranked(lists: Mapping[str, Sequence[int]], k: int = rrf.K, limit: int = LIMIT) -> list[int]:
     return [f.passage_id for f in rrf.fuse(lists, k=k, limit=limit)]
 
 
@@ -198,7 +192,7 @@ def load_corpus(url: str, folder: Path, embedder: Any = None) -> LoadedCorpus:
                 document_id = stored.id
         embedded = _embed_missing(conn, document_id, embedder)
         rows = conn.execute(
-            "SELECT id, ord FROM passages WHERE document_id = %s AND retired_at IS NULL", (document_id,)
+            "SELECT id, ord FROM current_passages WHERE document_id = %s", (document_id,)
         ).fetchall()
     if len(rows) != len(abstracts) or any(not 0 <= r[1] < len(abstracts) for r in rows):
         raise BeirError(f"{DOC_KEY}: {len(rows)} live passages for {len(abstracts)} abstracts")
@@ -240,28 +234,17 @@ class Answer:
 
 
 async def ask(
-    lexical: arm_pb2_grpc.ArmStub,
-    embedder: arm_pb2_grpc.EmbedderStub,
-    dense: arm_pb2_grpc.ArmStub,
-    game: str,
-    question: str,
-    doc_ids: Mapping[int, str],
-    limit: int = LIMIT,
+    arms: ArmClient, game: str, question: str, doc_ids: Mapping[int, str], limit: int = LIMIT
 ) -> Answer:
-    t0 = time.perf_counter()
-    lex = await lexical.Search(
-        arm_pb2.ArmRequest(question=question, game=game, limit=limit), timeout=RPC_TIMEOUT_S
-    )
-    t1 = time.perf_counter()
-    emb = await embedder.Embed(arm_pb2.EmbedRequest(question=question, game=game), timeout=RPC_TIMEOUT_S)
-    t2 = time.perf_counter()
-    vectors = [v for v in emb.vectors if v.lane == "dense"] or list(emb.vectors[:1])
-    den = await dense.Search(
-        arm_pb2.ArmRequest(question=question, game=game, vectors=vectors, limit=limit), timeout=RPC_TIMEOUT_S
-    )
-    t3 = time.perf_counter()
-    lex_ids = [h.passage_id for h in sorted(lex.hits, key=lambda h: h.rank)]
-    den_ids = [h.passage_id for h in sorted(den.hits, key=lambda h: h.rank) if h.lane == vectors[0].lane]
+    """Both arms through the mesh's own fan-out; the lexical and the plain dense list, fused by RRF."""
+    fan = await arms.fan_out(question, game, time.monotonic() + RPC_TIMEOUT_S, limit=limit)
+    failed = [f"{o.arm}: {o.detail}" for o in fan.outcomes if o.state is not StageState.OK]
+    if failed:
+        raise BeirError("an arm did not answer: " + "; ".join(failed))
+    lists = fan.lists()
+    by_arm = {o.arm: o for o in fan.outcomes}
+    lex_ids = lists.get("lexical", [])
+    den_ids = lists.get("dense", [])
     fused = fuse_ranked({"lexical": lex_ids, "dense": den_ids}, limit=limit)
 
     def names(ids: Sequence[int]) -> list[str]:
@@ -271,9 +254,9 @@ async def ask(
         names(lex_ids),
         names(den_ids),
         names(fused),
-        (t1 - t0) * 1000,
-        (t2 - t1) * 1000,
-        (t3 - t2) * 1000,
+        by_arm["lexical"].ms,
+        fan.embed_ms,
+        by_arm["dense"].ms - fan.embed_ms,
     )
 
 
@@ -304,32 +287,23 @@ async def evaluate(
 ) -> dict[str, Any]:
     """Ask every query of the running lexical and dense services (one at a time, so latencies are clean)."""
     del url  # the services read the database themselves
-    lex_ch, dense_ch = runner.channel("lexical"), runner.channel("dense")
+    arms = ArmClient(("lexical", "dense"))
     try:
-        lexical = arm_pb2_grpc.ArmStub(lex_ch)
-        embedder = arm_pb2_grpc.EmbedderStub(dense_ch)
-        dense = arm_pb2_grpc.ArmStub(dense_ch)
         try:
-            await asyncio.wait_for(
-                asyncio.gather(lex_ch.channel_ready(), dense_ch.channel_ready()), CONNECT_TIMEOUT_S
-            )
+            await arms.ready(CONNECT_TIMEOUT_S)
         except TimeoutError as exc:
-            raise BeirError(
-                f"lexical ({runner.address('lexical')}) or dense ({runner.address('dense')})"
-                " is not reachable:"
-                " is the mesh up (`rulesage up --detach`)?"
-            ) from exc
+            raise BeirError(f"{exc}: is the mesh up (`rulesage up --detach`)?") from exc
         answers: dict[str, Answer] = {}
         t0 = time.perf_counter()
         for q in queries:
-            answers[q.id] = await ask(lexical, embedder, dense, loaded.game, q.text, loaded.doc_ids)
+            answers[q.id] = await ask(arms, loaded.game, q.text, loaded.doc_ids)
         wall = time.perf_counter() - t0
     finally:
-        await asyncio.gather(lex_ch.close(), dense_ch.close())
+        await arms.close()
     return {
         **score(answers, qrels),
         "limit": LIMIT,
-        "rrf_k": RRF_K,
+        "rrf_k": rrf.K,
         "eval_seconds": round(wall, 1),
         "load": {
             "stored_now": loaded.loaded,

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from rulesage.questions import BadQuestion, check_slug
+from rulesage.core.questions import BadQuestion, check_slug
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,11 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-SERVABLE = ("lexical", "dense", "aisle", "fusion", "rerank", "answer", "doorman", "gateway")
+
+def _servable() -> list[str]:
+    from rulesage import mesh
+
+    return list(mesh.MESH)
 
 
 def _print_json(obj: Any) -> None:
@@ -77,7 +81,7 @@ def cmd_ingest(ns: argparse.Namespace) -> int:
 
 def cmd_ask(ns: argparse.Namespace) -> int:
     from rulesage import launcher
-    from rulesage.questions import BadQuestion
+    from rulesage.core.questions import BadQuestion
     from rulesage.road import Road
 
     if launcher.read_state() is None and not os.environ.get("RULESAGE_FUSION_ADDR"):
@@ -138,15 +142,24 @@ def cmd_bench(ns: argparse.Namespace) -> int:
 
 
 def cmd_serve(ns: argparse.Namespace) -> int:
-    module = "gateway" if ns.name == "gateway" else f"services.{ns.name}"
-    runpy.run_module(module, run_name="__main__", alter_sys=True)
+    from rulesage import mesh
+
+    runpy.run_module(mesh.get(ns.name).module, run_name="__main__", alter_sys=True)
     return 0
 
 
 def cmd_train_reranker(ns: argparse.Namespace, rest: list[str]) -> int:
-    from services.rerank.train import main as train_main
+    import importlib
 
-    return int(train_main(rest))
+    # the trainer belongs to the rerank service: imported by name, as the registry's entry points are
+    train = importlib.import_module(f"{mesh_module('rerank')}.train")
+    return int(train.main(rest))
+
+
+def mesh_module(name: str) -> str:
+    from rulesage import mesh
+
+    return mesh.get(name).module
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -191,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_bench)
 
     s = sub.add_parser("serve", help="run one service in the foreground (what each container runs)")
-    s.add_argument("name", choices=SERVABLE)
+    s.add_argument("name", choices=_servable())
     s.set_defaults(func=cmd_serve)
 
     sub.add_parser(

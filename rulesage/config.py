@@ -34,6 +34,15 @@ def state_dir() -> Path:
     return path.resolve()
 
 
+def models_dir() -> Path:
+    """Exported model files (the embedder's ONNX): $RULESAGE_MODELS_DIR, else ``<state>/models``. Kept apart
+    so a throwaway state folder (a test run) can reuse one export."""
+    raw = os.environ.get("RULESAGE_MODELS_DIR")
+    path = Path(raw) if raw else state_dir() / "models"
+    path.mkdir(parents=True, exist_ok=True)
+    return path.resolve()
+
+
 class CommonSettings(BaseSettings):
     """Settings every process shares."""
 

@@ -1,18 +1,16 @@
 """What the database-backed services share: a connection pool that survives a Postgres restart, the game
-catalog, the question checks, and the mapping of a bad question to INVALID_ARGUMENT."""
+catalog and the question checks. A BadQuestion or a database outage raised by a handler is mapped to its
+status by the runner's ErrorInterceptor."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
-
-import grpc
 
 from rulesage import db
 from rulesage.catalog import Catalog, Game
 from rulesage.config import CommonSettings, load
-from rulesage.questions import BadQuestion, clean_question
+from rulesage.core.questions import clean_question
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -43,21 +41,6 @@ class DbService:
 
     async def game(self, slug: str) -> Game:
         return await self.catalog.game(slug)
-
-
-async def guarded(context: grpc.aio.ServicerContext, work: Callable[[], Awaitable[T]]) -> T:
-    """Run a handler: a bad question is INVALID_ARGUMENT, a database outage UNAVAILABLE, with a message."""
-    try:
-        return await work()
-    except BadQuestion as exc:
-        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-    except (db.DatabaseError, OSError) as exc:
-        await context.abort(grpc.StatusCode.UNAVAILABLE, f"database unavailable: {exc}")
-    except Exception as exc:
-        if type(exc).__module__.startswith(("psycopg", "psycopg_pool")):
-            await context.abort(grpc.StatusCode.UNAVAILABLE, f"database unavailable: {type(exc).__name__}")
-        raise
-    raise AssertionError("unreachable")  # context.abort raises
 
 
 def vector_of(values: Any) -> Any:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rulesage.config import state_dir
+from rulesage.config import models_dir
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ class Embedder:
         from tokenizers import Tokenizer
 
         self.variant = variant or configured_variant()
-        models = state_dir() / "models"
+        models = models_dir()
         with _export_lock:
             path = models / f"minilm-l6-v2-{self.variant}.onnx"
             if not path.exists():

@@ -1,8 +1,8 @@
 """`rulesage eval` and `rulesage bench`: measure the real mesh on gold questions (and BEIR SciFact).
 
-Retrieval is matched with the rule of shared/eval/README.md (rulesage.text.supports + the page span); every
-question is asked from its game through the same road players use; per-arm figures come from calling each
-arm's own service directly with the same question.
+Retrieval is matched with the gold rule (rulesage.core.metrics: the quote, or a run of 8 of its words, inside
+the passage, on its page span); every question is asked from its game through the same road players use;
+per-arm figures come from the same fan-out fusion uses (rulesage.arms), asking every registered arm.
 """
 
 from __future__ import annotations
@@ -10,60 +10,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
-import statistics
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rulesage import db, launcher, runner, telemetry
+from rulesage import db, launcher, telemetry
+from rulesage.arms import ArmClient
+from rulesage.core import rrf
+from rulesage.core.metrics import auc, calibrate_threshold, first_rank, found, pct, supports_evidence
 from rulesage.road import Road, SearchOutcome, passage_dict
-from rulesage.text import supports
-from rulesage.v1 import arm_pb2, arm_pb2_grpc
-from services.fusion import rrf
+from rulesage.store import passages
 
 KS = (8, 80)
-
-
-# -- matching --------------------------------------------------------------------------------------
-def supports_evidence(p: dict[str, Any], ev: dict[str, Any]) -> bool:
-    if p.get("doc_key") != ev["doc"]:
-        return False
-    page = ev.get("page")
-    if (
-        page is not None
-        and p.get("page_start")
-        and not p["page_start"] <= page <= (p.get("page_end") or p["page_start"])
-    ):
-        return False
-    return supports(p.get("text", ""), ev["quote"])
-
-
-def found(passages: list[dict[str, Any]], q: dict[str, Any]) -> bool:
-    evs = q["evidence"]
-    if q.get("all"):
-        return all(any(supports_evidence(p, ev) for p in passages) for ev in evs)
-    return any(supports_evidence(p, ev) for p in passages for ev in evs)
-
-
-def first_rank(passages: list[dict[str, Any]], q: dict[str, Any]) -> int | None:
-    for i, p in enumerate(passages, 1):
-        if any(supports_evidence(p, ev) for ev in q["evidence"]):
-            return i
-    return None
-
-
-def pct(values: list[float]) -> dict[str, float]:
-    if not values:
-        return {"p50": 0.0, "p95": 0.0, "n": 0}
-    s = sorted(values)
-
-    def q(f: float) -> float:
-        return round(s[min(len(s) - 1, max(0, math.ceil(f * len(s)) - 1))], 2)
-
-    return {"p50": round(statistics.median(s), 2), "p95": q(0.95), "n": len(s)}
 
 
 def load_gold(path: Path) -> list[dict[str, Any]]:
@@ -77,12 +38,13 @@ def mesh() -> Iterator[None]:
     if launcher.read_state() is not None:
         yield
         return
-    if launcher.up_detached() != 0:
+    # stdout is for the report (``--json`` prints nothing else): the mesh's notices go to stderr
+    if launcher.up_detached(out=sys.stderr) != 0:
         raise RuntimeError("could not bring the mesh up for the evaluation (see .rulesage/logs)")
     try:
         yield
     finally:
-        launcher.down()
+        launcher.down(out=sys.stderr)
 
 
 def ensure_shelf(shelf: Path) -> dict[str, Any]:
@@ -104,14 +66,14 @@ def coverage(url: str, gold: list[dict[str, Any]]) -> tuple[float, list[dict[str
         for q in gold:
             for ev in q["evidence"]:
                 if ev["doc"] not in cache:
-                    rows = conn.execute(
-                        "SELECT p.text, p.page_start, p.page_end FROM passages p JOIN documents d"
-                        " ON d.id = p.document_id WHERE d.key = %s AND p.retired_at IS NULL",
-                        (ev["doc"],),
-                    ).fetchall()
                     cache[ev["doc"]] = [
-                        {"doc_key": ev["doc"], "text": r[0], "page_start": r[1], "page_end": r[2]}
-                        for r in rows
+                        {
+                            "doc_key": p.doc_key,
+                            "text": p.text,
+                            "page_start": p.page_start,
+                            "page_end": p.page_end,
+                        }
+                        for p in passages.current_of_document(conn, ev["doc"])
                     ]
                 total += 1
                 if any(supports_evidence(p, ev) for p in cache[ev["doc"]]):
@@ -125,57 +87,46 @@ def coverage(url: str, gold: list[dict[str, Any]]) -> tuple[float, list[dict[str
 
 # -- per-arm lists ---------------------------------------------------------------------------------
 class Arms:
+    """Each registered arm's own list for a question (an arm with several lanes: their RRF, and each lane)."""
+
     def __init__(self, url: str) -> None:
         self.url = url
-        self.channels = {n: runner.channel(n) for n in ("lexical", "dense", "aisle")}
+        self.client = ArmClient()
         self.texts: dict[int, dict[str, Any]] = {}
 
     async def lists(self, game: str, question: str) -> dict[str, list[int]]:
-        emb = await arm_pb2_grpc.EmbedderStub(self.channels["dense"]).Embed(
-            arm_pb2.EmbedRequest(question=question, game=game), timeout=30
-        )
-        req = arm_pb2.ArmRequest(question=question, game=game)
-        vreq = arm_pb2.ArmRequest(question=question, game=game, vectors=emb.vectors)
-        results = await asyncio.gather(
-            arm_pb2_grpc.ArmStub(self.channels["lexical"]).Search(req, timeout=30),
-            arm_pb2_grpc.ArmStub(self.channels["dense"]).Search(vreq, timeout=30),
-            arm_pb2_grpc.ArmStub(self.channels["aisle"]).Search(vreq, timeout=30),
-        )
+        fan = await self.client.fan_out(question, game, time.monotonic() + 30)
         out: dict[str, list[int]] = {}
-        for res in results:
+        for o in fan.outcomes:
+            if o.result is None:
+                continue
             lanes = {
-                lane: [h.passage_id for h in sorted(res.hits, key=lambda h: h.rank) if h.lane == lane]
-                for lane in res.lanes
+                lane: [h.passage_id for h in sorted(o.result.hits, key=lambda h: h.rank) if h.lane == lane]
+                for lane in o.result.lanes
             }
-            if res.arm == "dense" and len(lanes) > 1:
-                out["dense"] = [f.passage_id for f in rrf.fuse(lanes, limit=80)]
+            if len(lanes) > 1:
+                out[o.arm] = [f.passage_id for f in rrf.fuse(lanes, limit=rrf.LIMIT)]
                 out.update(lanes)
             else:
-                out[res.arm] = next(iter(lanes.values()), [])
+                out[o.arm] = next(iter(lanes.values()), [])
         return out
 
     def hydrate(self, ids: list[int]) -> list[dict[str, Any]]:
         missing = [i for i in ids if i not in self.texts]
         if missing:
             with db.connection(self.url) as conn:
-                rows = conn.execute(
-                    "SELECT p.id, p.text, d.key, p.page_start, p.page_end FROM passages p"
-                    " JOIN documents d ON d.id = p.document_id WHERE p.id = ANY(%s)",
-                    (missing,),
-                ).fetchall()
-            for r in rows:
-                self.texts[r[0]] = {
-                    "id": r[0],
-                    "text": r[1],
-                    "doc_key": r[2],
-                    "page_start": r[3],
-                    "page_end": r[4],
-                }
+                for p in passages.hydrate_sync(conn, missing).values():
+                    self.texts[p.id] = {
+                        "id": p.id,
+                        "text": p.text,
+                        "doc_key": p.doc_key,
+                        "page_start": p.page_start or None,
+                        "page_end": p.page_end or None,
+                    }
         return [self.texts[i] for i in ids if i in self.texts]
 
     async def close(self) -> None:
-        for ch in self.channels.values():
-            await ch.close()
+        await self.client.close()
 
 
 # -- the gold run ----------------------------------------------------------------------------------
@@ -301,8 +252,6 @@ def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answ
             sum(r.get("verdict") != "answered" for r in unans) / (len(unans) or 1), 3
         )
         report["invalid_citations"] = sum(r.get("invalid_citations", 0) for r in rows)
-        from services.answer.backends.extractive import calibrate_threshold
-
         cal = calibrate_threshold([(r["confidence"], r["answerable"]) for r in rows if "confidence" in r])
         report["abstain_calibration"] = (
             {
@@ -325,15 +274,6 @@ def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answ
             v: sum(r.get("verdict") == v for r in rows) for v in ("answered", "not_in_book", "unavailable")
         }
     return report
-
-
-def auc(scores: list[float], labels: list[int]) -> float:
-    """Area under the ROC curve (ties count half); nan without both classes."""
-    pos = [s for s, y in zip(scores, labels, strict=True) if y]
-    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
-    if not pos or not neg:
-        return float("nan")
-    return sum((p > q) + 0.5 * (p == q) for p in pos for q in neg) / (len(pos) * len(neg))
 
 
 def run_gold(shelf: Path, gold_path: Path, answer: bool = True, limit: int = 0) -> dict[str, Any]:
@@ -377,13 +317,6 @@ def run_bench(shelf: Path, gold_path: Path, rounds: int = 1) -> dict[str, Any]:
 
 
 # -- BEIR ------------------------------------------------------------------------------------------
-def ndcg_at_10(ranked: list[str], rels: dict[str, int]) -> float:
-    dcg = sum((2 ** rels.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:10]))
-    ideal = sorted(rels.values(), reverse=True)[:10]
-    idcg = sum((2**r - 1) / math.log2(i + 2) for i, r in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
-
-
 def run_beir(folder: Path, limit: int = 0) -> dict[str, Any]:
     from rulesage import beir
 

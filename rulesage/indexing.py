@@ -4,8 +4,10 @@
 - the extractive answer's sentence vectors (services/answer/sentence_index.py): an answer embeds only the
   question.
 
-`rulesage ingest`, `rulesage up` and `rulesage eval` call ``draw_all`` after the shelf; each drawer finds the
-live passages whose rows are missing or were drawn by another model, and draws only those.
+`rulesage ingest`, `rulesage up` and `rulesage eval` call ``draw_all`` after the shelf. The drawers are the
+services' own, named by their registry entries (``Svc.index_drawers`` in rulesage.mesh) and imported by
+name, so this module imports no service; each finds the live passages whose rows are missing or were drawn
+by another model, and draws only those.
 """
 
 from __future__ import annotations
@@ -47,11 +49,7 @@ def in_batches(
 
 
 def draw_all(url: str, progress: bool = False) -> dict[str, int]:
-    """Every index-time drawer over the database at ``url``; how many passages each drew."""
-    from services.answer.sentence_index import draw_missing as draw_sentences
-    from services.rerank.states import draw_missing as draw_states
+    """Every registered index-time drawer over the database at ``url``; how many passages each drew."""
+    from rulesage import mesh
 
-    return {
-        "reranker_states_drawn": draw_states(url, progress=progress),
-        "sentence_vectors_drawn": draw_sentences(url, progress=progress),
-    }
+    return {d.key: d.load()(url, progress=progress) for svc in mesh.MESH.values() for d in svc.index_drawers}

@@ -19,15 +19,16 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from rulesage import db, runner
+from rulesage import db, mesh
 from rulesage.config import ROOT, ConfigError, state_dir
 
-SERVICES = tuple(runner.PORTS)  # lexical, dense, aisle, fusion, rerank, answer, doorman
+SERVICES = tuple(s.name for s in mesh.grpc_services())  # in the registry's start order
+GATEWAY = mesh.gateway().name
 
 
 def demo_shelf() -> Path:
@@ -59,9 +60,8 @@ def _int_env(name: str, default: int) -> int:
 
 
 def ports() -> dict[str, int]:
-    out = {name: runner.default_port(name) for name in SERVICES}
-    out["gateway"] = _int_env("RULESAGE_GATEWAY_PORT", 8080)
-    return out
+    """Every process's port on this machine, gateway included, from the registry."""
+    return {name: mesh.default_port(name) for name in mesh.MESH}
 
 
 def state_file() -> Path:
@@ -140,13 +140,13 @@ class Supervisor:
         self.embedded = not os.environ.get("DATABASE_URL", "").strip()
         self.url = ""
         self.stopping = False
-        self.state = MeshState(os.getpid(), "", f"http://127.0.0.1:{self.ports['gateway']}")
+        self.state = MeshState(os.getpid(), "", f"http://127.0.0.1:{self.ports[GATEWAY]}")
 
     # -- state file -----------------------------------------------------------------------------------------
     def write_state(self) -> None:
         self.state.services = {
             c.name: {
-                "address": c.addr if c.name != "gateway" else self.state.gateway_url,
+                "address": c.addr if c.name != GATEWAY else self.state.gateway_url,
                 "pid": c.proc.pid if c.proc and c.proc.poll() is None else None,
                 "restarts": c.restarts,
                 "last_exit": c.last_exit,
@@ -176,7 +176,7 @@ class Supervisor:
             env.setdefault(key, value)
         metrics = _int_env("RULESAGE_METRICS_PORT", 0)
         if metrics:  # one Prometheus endpoint per process: RULESAGE_METRICS_PORT + its place in the mesh
-            env["RULESAGE_METRICS_PORT"] = str(metrics + [*SERVICES, "gateway"].index(child.name))
+            env["RULESAGE_METRICS_PORT"] = str(metrics + list(mesh.MESH).index(child.name))
         log = (logs_dir() / f"{child.name}.log").open("ab")
         child.proc = subprocess.Popen(child.cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT))
         child.started_at = time.monotonic()
@@ -193,9 +193,7 @@ class Supervisor:
                 raise LaunchError(
                     f"{child.name} exited with code {code} while starting:\n{self.log_tail(child.name)}"
                 )
-            status = (
-                http_health(self.state.gateway_url) if child.name == "gateway" else grpc_health(child.addr)
-            )
+            status = http_health(self.state.gateway_url) if child.name == GATEWAY else grpc_health(child.addr)
             if status == "SERVING":
                 return
             time.sleep(0.3)
@@ -244,17 +242,18 @@ class Supervisor:
         self.check_ports()
         self.write_state()
         self.start_database()
-        for name in SERVICES:
-            self.children[name] = Child(name, self.ports[name], [sys.executable, "-m", f"services.{name}"])
-        self.children["gateway"] = Child("gateway", self.ports["gateway"], [sys.executable, "-m", "gateway"])
+        for svc in mesh.MESH.values():
+            self.children[svc.name] = Child(
+                svc.name, self.ports[svc.name], [sys.executable, "-m", svc.module]
+            )
         deadline = time.monotonic() + START_TIMEOUT_S
         for name in SERVICES:  # start all at once: the model loads overlap
             self.spawn(self.children[name])
         for name in SERVICES:
             self.wait_ready(self.children[name], deadline)
             print(f"  {name:8s} SERVING on {self.children[name].addr}", flush=True)
-        self.spawn(self.children["gateway"])
-        self.wait_ready(self.children["gateway"], deadline)
+        self.spawn(self.children[GATEWAY])
+        self.wait_ready(self.children[GATEWAY], deadline)
         self.state.state = "ready"
         self.write_state()
         print(f"RuleSage is up: {self.state.gateway_url}", flush=True)
@@ -290,7 +289,7 @@ class Supervisor:
         self.state.state = "stopping"
         with contextlib.suppress(OSError):
             self.write_state()
-        order = ["gateway", *reversed(SERVICES)]
+        order = [GATEWAY, *reversed(SERVICES)]
         procs = [self.children[n].proc for n in order if n in self.children]
         for p in procs:
             if p is not None and p.poll() is None:
@@ -363,7 +362,9 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def up_detached() -> int:
+def up_detached(out: TextIO = sys.stdout) -> int:
+    """Start the supervisor in the background and return once the mesh is ready; notices go to ``out``
+    (a command that prints JSON sends them to stderr)."""
     if read_state() is not None:
         print("RuleSage is already running: see `rulesage status`", file=sys.stderr)
         return 1
@@ -388,18 +389,21 @@ def up_detached() -> int:
             return 1
         st = read_state()
         if st and st.get("state") == "ready":
-            print(f"RuleSage is up: {st['gateway_url']}")
+            print(f"RuleSage is up: {st['gateway_url']}", file=out)
             return 0
         time.sleep(0.5)
     print("rulesage up: timed out waiting for the mesh; see .rulesage/logs/", file=sys.stderr)
     return 1
 
 
-def down(timeout: float = 60.0) -> int:
+def down(timeout: float = 60.0, out: TextIO = sys.stdout) -> int:
     st = read_state()
     if st is None:
         stopped_db = db.stop_embedded() if not os.environ.get("DATABASE_URL") else False
-        print("RuleSage is not running" + (" (stopped a leftover embedded Postgres)" if stopped_db else ""))
+        print(
+            "RuleSage is not running" + (" (stopped a leftover embedded Postgres)" if stopped_db else ""),
+            file=out,
+        )
         return 0
     pid = int(st["supervisor_pid"])
     os.kill(pid, signal.SIGTERM)
@@ -412,7 +416,7 @@ def down(timeout: float = 60.0) -> int:
         child = svc.get("pid")
         if child and _alive(int(child)):
             os.kill(int(child), signal.SIGKILL)
-    print("RuleSage stopped")
+    print("RuleSage stopped", file=out)
     return 0
 
 
@@ -423,7 +427,7 @@ def status() -> dict[str, Any]:
     services = {}
     for name, svc in st.get("services", {}).items():
         addr = svc["address"]
-        health = http_health(addr) if name == "gateway" else grpc_health(addr)
+        health = http_health(addr) if name == GATEWAY else grpc_health(addr)
         services[name] = {**svc, "health": health}
     return {
         "running": True,

@@ -15,9 +15,13 @@ from typing import Any
 import grpc
 
 from rulesage import db, rulings, runner, telemetry
+from rulesage.arms import describe
 from rulesage.catalog import Catalog
 from rulesage.config import CommonSettings, load
-from rulesage.questions import BadQuestion, clean_question
+from rulesage.core import rrf
+from rulesage.core.deal import KEEP, deal
+from rulesage.core.models import StageState
+from rulesage.core.questions import BadQuestion, clean_question
 from rulesage.v1 import (
     answer_pb2,
     answer_pb2_grpc,
@@ -27,11 +31,9 @@ from rulesage.v1 import (
     rerank_pb2,
     rerank_pb2_grpc,
 )
-from services.fusion.rrf import ceiling_formula
 
-__all__ = ["BadQuestion", "Road", "SearchOutcome", "answer", "ask", "search"]
+__all__ = ["BadQuestion", "Road", "SearchOutcome"]
 
-KEEP = 8
 VERDICTS = {
     answer_pb2.ANSWERED: "answered",
     answer_pb2.NOT_IN_BOOK: "not_in_book",
@@ -43,14 +45,6 @@ class RoadSettings(CommonSettings):
     rulesage_fusion_deadline_s: float = 5.0
     rulesage_rerank_deadline_s: float = 5.0
     rulesage_answer_deadline_s: float = 60.0
-
-
-def deal_ends_first(items: list[Any]) -> list[Any]:
-    """1st, 3rd, 5th, ... forward from the front, then ..., 4th, 2nd back from the end (with five:
-    1, 3, 5, 4, 2) — the fallback dealing when the reranker is missing."""
-    odd = items[0::2]
-    even = items[1::2]
-    return odd + even[::-1]
 
 
 def passage_dict(p: common_pb2.Passage) -> dict[str, Any]:
@@ -74,18 +68,13 @@ def passage_dict(p: common_pb2.Passage) -> dict[str, Any]:
 
 
 def _rpc_failure(exc: BaseException) -> tuple[str, str]:
-    if isinstance(exc, grpc.aio.AioRpcError):
-        code = exc.code()
-        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-            return "timeout", "no answer before the deadline"
-        if code == grpc.StatusCode.UNAVAILABLE:
-            return "down", f"service unavailable: {exc.details()}"
-        if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
-            return "overloaded", f"shed load: {exc.details()}"
-        return "failed", f"{code.name}: {exc.details()}"
-    if isinstance(exc, asyncio.TimeoutError | TimeoutError):
-        return "timeout", "no answer before the deadline"
-    return "failed", f"{type(exc).__name__}: {exc}"
+    state, detail = describe(exc)
+    return state.value, detail
+
+
+def _arm_state(value: int) -> str:
+    """The contract's StageState enum as the core's state word (STAGE_STATE_OK -> "ok")."""
+    return StageState.from_proto_name(common_pb2.StageState.Name(value)).value
 
 
 @dataclass
@@ -174,7 +163,7 @@ class Road:
                 fusion={"state": state, "detail": detail},
                 arms=[],
                 voted=[],
-                k=60,
+                k=rrf.K,
                 ceiling=0.0,
                 ceiling_formula="no list voted",
                 candidates=[],
@@ -187,15 +176,21 @@ class Road:
         out.models["embed"] = res.embed_model
         out.timings.extend({"stage": t.stage, "ms": round(t.ms, 2)} for t in res.timings)
         out.wrench.update(
-            fusion={"state": "ok", "detail": ""},
+            fusion={"state": StageState.OK.value, "detail": ""},
             arms=[
-                {"arm": a.arm, "state": a.state, "detail": a.detail, "hits": a.hits, "ms": round(a.ms, 2)}
+                {
+                    "arm": a.arm,
+                    "state": _arm_state(a.state),
+                    "detail": a.detail,
+                    "hits": a.hits,
+                    "ms": round(a.ms, 2),
+                }
                 for a in res.arms
             ],
             voted=list(res.voted),
             k=res.k,
             ceiling=res.ceiling,
-            ceiling_formula=ceiling_formula(len(res.voted), res.k),
+            ceiling_formula=rrf.ceiling_formula(len(res.voted), res.k),
             aliases=list(res.aliases),
         )
         return res
@@ -218,10 +213,10 @@ class Road:
             out.models["rerank"] = res.model
             out.timings.extend({"stage": t.stage, "ms": round(t.ms, 2)} for t in res.timings)
             out.wrench["guarantees_fired"] = list(res.guarantees_fired)
-            out.wrench["rerank"] = {"state": "ok", "detail": "", "model": res.model}
+            out.wrench["rerank"] = {"state": StageState.OK.value, "detail": "", "model": res.model}
         except Exception as exc:  # the ask continues with the fused order
             state, detail = _rpc_failure(exc)
-            out.passages = deal_ends_first(list(fused.passages[:KEEP]))
+            out.passages = deal(list(fused.passages[:KEEP]))
             out.wrench["guarantees_fired"] = []
             out.wrench["rerank"] = {
                 "state": state,
@@ -276,7 +271,7 @@ class Road:
         if not out.passages:
             why = out.wrench.get("fusion", {}).get("detail") or "no passage was found"
             info: dict[str, Any] = {"state": "skipped", "detail": why, "attempts": 0, "rejections": []}
-            if out.wrench.get("fusion", {}).get("state") not in (None, "ok"):
+            if out.wrench.get("fusion", {}).get("state") not in (None, StageState.OK.value):
                 return "unavailable", "The search is unavailable right now; nothing was looked up.", [], info
             return "not_in_book", "Not in the book: nothing on this game's shelf speaks to that.", [], info
         stub = answer_pb2_grpc.AnswererStub(self.channels["answer"])
@@ -307,7 +302,7 @@ class Road:
             for c in res.citations
         ]
         info = {
-            "state": "ok",
+            "state": StageState.OK.value,
             "detail": "",
             "attempts": res.attempts,
             "rejections": list(res.rejections),
@@ -319,27 +314,3 @@ class Road:
         with telemetry.tracer().start_as_current_span("ask", attributes={"game": game}):
             out = await self.search(game, question)
             return await self.answer(out)
-
-
-_default: dict[int, Road] = {}
-
-
-def default_road() -> Road:
-    """One Road per event loop (its pool and channels belong to that loop)."""
-    loop = asyncio.get_running_loop()
-    road = _default.get(id(loop))
-    if road is None:
-        road = _default[id(loop)] = Road()
-    return road
-
-
-async def search(game: str, question: str, *, deadline_s: float | None = None) -> SearchOutcome:
-    return await default_road().search(game, question, deadline_s=deadline_s)
-
-
-async def answer(outcome: SearchOutcome) -> dict[str, Any]:
-    return await default_road().answer(outcome)
-
-
-async def ask(game: str, question: str) -> dict[str, Any]:
-    return await default_road().ask(game, question)

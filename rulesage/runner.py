@@ -3,8 +3,8 @@
 It reads configuration once (a bad value is a startup error naming the variable), sets up telemetry, serves
 ``grpc.health.v1`` (NOT_SERVING until the service has started, SERVING once ready, NOT_SERVING again on
 shutdown) and server reflection, and shuts down gracefully on SIGTERM/SIGINT: health flips to NOT_SERVING,
-then
-``server.stop(grace)`` lets in-flight calls finish.
+then ``server.stop(grace)`` lets in-flight calls finish. Ports and addresses come from the one registry,
+``rulesage.mesh``.
 
 A service is an object with ``name``, ``service_names`` (full gRPC names), ``register(server)``, and async
 ``start()`` / ``stop()``; the logic underneath stays free of transport.
@@ -26,21 +26,13 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from rulesage import telemetry
+from rulesage import mesh, telemetry
 from rulesage.config import CommonSettings, ConfigError, load
+from rulesage.core.questions import BadQuestion
+from rulesage.db import DatabaseError
 
 log = logging.getLogger(__name__)
 
-PORTS = {
-    "lexical": 50061,
-    "dense": 50062,
-    "aisle": 50063,
-    "fusion": 50064,
-    "rerank": 50065,
-    "answer": 50066,
-    "doorman": 50067,
-}
-GATEWAY_PORT = 8080
 MAX_MESSAGE = 32 * 1024 * 1024
 GRPC_OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE),
@@ -70,9 +62,23 @@ class _Undecodable:
         self.reason = reason
 
 
-class DecodeInterceptor(grpc.aio.ServerInterceptor):
-    """Answers a request that does not parse (truncated bytes, a string field that is not UTF-8) with
-    INVALID_ARGUMENT and a message, where grpc.aio alone answers UNKNOWN "Unexpected DecodeError"."""
+def _status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
+    """The status a handler's exception answers with: a bad question is INVALID_ARGUMENT, a database outage
+    UNAVAILABLE (with the reason); None for anything else (grpc answers UNKNOWN and logs it)."""
+    if isinstance(exc, BadQuestion):
+        return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
+    if isinstance(exc, DatabaseError | OSError):
+        return grpc.StatusCode.UNAVAILABLE, f"database unavailable: {exc}"
+    if type(exc).__module__.startswith(("psycopg", "psycopg_pool")):
+        return grpc.StatusCode.UNAVAILABLE, f"database unavailable: {type(exc).__name__}"
+    return None
+
+
+class ErrorInterceptor(grpc.aio.ServerInterceptor):
+    """Cross-cutting error handling for every unary handler:
+    - a request that does not parse (truncated bytes, a string field that is not UTF-8) is INVALID_ARGUMENT
+      with the parser's reason, where grpc.aio alone answers UNKNOWN "Unexpected DecodeError";
+    - a ``BadQuestion`` raised by the handler is INVALID_ARGUMENT, a database outage UNAVAILABLE."""
 
     async def intercept_service(
         self,
@@ -98,8 +104,16 @@ class DecodeInterceptor(grpc.aio.ServerInterceptor):
             async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 if isinstance(request, _Undecodable):
                     await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.reason)
-                response = behavior(request, context)
-                return await response if asyncio.iscoroutine(response) else response
+                try:
+                    response = behavior(request, context)
+                    return await response if asyncio.iscoroutine(response) else response
+                except (grpc.aio.AbortError, grpc.RpcError):
+                    raise
+                except Exception as exc:
+                    mapped = _status_for(exc)
+                    if mapped is None:
+                        raise
+                    await context.abort(*mapped)
 
             return unary
 
@@ -119,30 +133,8 @@ class ServiceSettings(CommonSettings):
     rulesage_port_file: str = ""
 
 
-def default_port(name: str) -> int:
-    """The service's port on one machine: $RULESAGE_BASE_PORT (default 50061) + its place in PORTS."""
-    raw = os.environ.get("RULESAGE_BASE_PORT", "").strip()
-    if not raw:
-        return PORTS[name]
-    if not raw.isdigit() or not 0 < int(raw) < 65536 - len(PORTS):
-        raise ConfigError(f"bad configuration: RULESAGE_BASE_PORT={raw!r}: expected a port number")
-    return int(raw) + list(PORTS).index(name)
-
-
-def address(name: str) -> str:
-    """Where a client finds service ``name``: $RULESAGE_<NAME>_ADDR, else localhost on its default port."""
-    var = f"RULESAGE_{name.upper()}_ADDR"
-    raw = os.environ.get(var, "").strip()
-    if not raw:
-        return f"127.0.0.1:{default_port(name)}"
-    host, sep, port = raw.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise ConfigError(f"bad configuration: {var}={raw!r}: expected host:port")
-    return raw
-
-
 def channel(name: str) -> grpc.aio.Channel:
-    return grpc.aio.insecure_channel(address(name), options=GRPC_OPTIONS)
+    return grpc.aio.insecure_channel(mesh.address(name), options=GRPC_OPTIONS)
 
 
 @dataclass
@@ -162,7 +154,7 @@ async def start(service: Service, host: str = "127.0.0.1", port: int = 0, port_f
     """Bind, serve NOT_SERVING while the service starts, then SERVING. RuntimeError if the port is taken."""
     # Requests and errors by method and status code; the tracing interceptor (telemetry.setup) wraps this one.
     server = grpc.aio.server(
-        options=GRPC_OPTIONS, interceptors=[telemetry.MetricsInterceptor(service.name), DecodeInterceptor()]
+        options=GRPC_OPTIONS, interceptors=[telemetry.MetricsInterceptor(service.name), ErrorInterceptor()]
     )
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -194,7 +186,7 @@ async def serve_forever(name: str, factory: Callable[[], Service]) -> None:
     telemetry.setup(name, metrics_port=settings.rulesage_metrics_port)
     service = factory()  # reads its own settings: a bad value raises ConfigError here, before binding
     port = (
-        (default_port(service.name) if service.name in PORTS else 0)
+        (mesh.default_port(service.name) if service.name in mesh.MESH else 0)
         if settings.rulesage_port < 0
         else settings.rulesage_port
     )

@@ -265,8 +265,8 @@ def store_document_aliases(conn: psycopg.Connection, document_id: int) -> int:
         (document_id,),
     )
     rows = conn.execute(
-        "SELECT id, family_id, text, heading_path, kind FROM passages WHERE document_id = %s"
-        " AND retired_at IS NULL ORDER BY ord",
+        "SELECT id, family_id, text, heading_path, kind FROM current_passages WHERE document_id = %s"
+        " ORDER BY ord",
         (document_id,),
     ).fetchall()
     if not rows:

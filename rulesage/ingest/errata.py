@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from rulesage.text import normalise
+from rulesage.core.text import normalise
 
 # '702.19b', '601.2f-h' (range of letters), '612.7'; not a version like '2022.04'
 _RULE = re.compile(r"(?<![\d.])(\d{3}\.\d{1,3})([a-z])?(?:\s*[-\u2010-\u2015]\s*([a-z]))?(?![\w.]*\d)")
@@ -321,12 +321,12 @@ def relink_amended(conn: psycopg.Connection, amended_key: str) -> LinkStats:
         return stats
     book_id, book_version = int(book[0]), book[1]
     conn.execute(
-        "DELETE FROM supersessions s USING passages p WHERE s.old_passage_id = p.id AND p.document_id = %s"
-        " AND p.retired_at IS NULL",
+        "DELETE FROM supersessions s USING current_passages p WHERE s.old_passage_id = p.id"
+        " AND p.document_id = %s",
         (book_id,),
     )
     conn.execute(
-        "UPDATE passages SET superseded = false WHERE document_id = %s AND retired_at IS NULL AND superseded",
+        "UPDATE current_passages SET superseded = false WHERE document_id = %s AND superseded",
         (book_id,),
     )
     errata_docs = conn.execute(
@@ -337,8 +337,8 @@ def relink_amended(conn: psycopg.Connection, amended_key: str) -> LinkStats:
     for e_id, e_version, e_path in errata_docs:
         errata_date = parse_date(e_version) or parse_date(str(e_path).rsplit("/", 1)[-1])
         rows = conn.execute(
-            "SELECT id, text, heading_path, embedding IS NOT NULL FROM passages WHERE document_id = %s"
-            " AND retired_at IS NULL AND kind <> 'leaf' ORDER BY ord",
+            "SELECT id, text, heading_path, embedding IS NOT NULL FROM current_passages"
+            " WHERE document_id = %s AND kind <> 'leaf' ORDER BY ord",
             (e_id,),
         ).fetchall()
         for new_id, text, heading_path, has_vec in rows:
@@ -379,8 +379,7 @@ def _covering_rows(conn: psycopg.Connection, book_id: int, leaf: _Cand) -> list[
     if not leaf.parent_rule:
         return []
     rows = conn.execute(
-        "SELECT id, text FROM passages WHERE document_id = %s AND retired_at IS NULL AND rule_id = %s"
-        " AND id <> %s",
+        "SELECT id, text FROM current_passages WHERE document_id = %s AND rule_id = %s AND id <> %s",
         (book_id, leaf.parent_rule, leaf.id),
     ).fetchall()
     body = normalise(leaf.text)
@@ -392,12 +391,13 @@ def _candidates(
 ) -> list[tuple[str, _Cand, str, list[int]]]:
     """(method, candidate, evidence, covering rule rows) for each confirmed link of one errata passage."""
     out: list[tuple[str, _Cand, str, list[int]]] = []
-    live = "document_id = %s AND retired_at IS NULL"
+    live = "document_id = %s"
     if claim.rules:
         for rule in claim.rules:
             cands = _cands(
                 conn.execute(
-                    f"SELECT {_CAND_COLS} FROM passages WHERE {live} AND (rule_id = %s OR parent_rule = %s)"
+                    f"SELECT {_CAND_COLS} FROM current_passages WHERE {live}"
+                    " AND (rule_id = %s OR parent_rule = %s)"
                     " ORDER BY ord",
                     (book_id, rule, rule),
                 ).fetchall()
@@ -418,7 +418,7 @@ def _candidates(
     if claim.topic:
         cands = _cands(
             conn.execute(
-                f"SELECT {_CAND_COLS} FROM passages WHERE {live} AND searchable"
+                f"SELECT {_CAND_COLS} FROM current_passages WHERE {live} AND searchable"
                 " AND lower(heading_path[array_length(heading_path, 1)]) = lower(%s) ORDER BY ord",
                 (book_id, claim.topic),
             ).fetchall()
@@ -432,7 +432,7 @@ def _candidates(
     for page in claim.pages:
         cands = _cands(
             conn.execute(
-                f"SELECT {_CAND_COLS} FROM passages WHERE {live} AND searchable AND page_start <= %s"
+                f"SELECT {_CAND_COLS} FROM current_passages WHERE {live} AND searchable AND page_start <= %s"
                 " AND page_end >= %s ORDER BY ord",
                 (book_id, page, page),
             ).fetchall()
@@ -450,7 +450,8 @@ def _candidates(
     if claim.old_quotes and has_vec:
         cands = _cands(
             conn.execute(
-                f"SELECT {_CAND_COLS} FROM passages WHERE {live} AND searchable AND embedding IS NOT NULL"
+                f"SELECT {_CAND_COLS} FROM current_passages WHERE {live} AND searchable"
+                " AND embedding IS NOT NULL"
                 " ORDER BY embedding <=> (SELECT embedding FROM passages WHERE id = %s) LIMIT 10",
                 (book_id, errata_id),
             ).fetchall()

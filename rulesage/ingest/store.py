@@ -189,8 +189,8 @@ def write_document(
         old = [
             _Old(int(r[0]), r[1], r[2], tuple(r[3]))
             for r in conn.execute(
-                "SELECT id, content_hash, rule_id, heading_path FROM passages"
-                " WHERE document_id = %s AND retired_at IS NULL ORDER BY ord",
+                "SELECT id, content_hash, rule_id, heading_path FROM current_passages"
+                " WHERE document_id = %s ORDER BY ord",
                 (doc_id,),
             )
         ]

@@ -1,10 +1,28 @@
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class StageState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    STAGE_STATE_UNSPECIFIED: _ClassVar[StageState]
+    STAGE_STATE_OK: _ClassVar[StageState]
+    STAGE_STATE_FAILED: _ClassVar[StageState]
+    STAGE_STATE_TIMEOUT: _ClassVar[StageState]
+    STAGE_STATE_SKIPPED: _ClassVar[StageState]
+    STAGE_STATE_DOWN: _ClassVar[StageState]
+    STAGE_STATE_OVERLOADED: _ClassVar[StageState]
+STAGE_STATE_UNSPECIFIED: StageState
+STAGE_STATE_OK: StageState
+STAGE_STATE_FAILED: StageState
+STAGE_STATE_TIMEOUT: StageState
+STAGE_STATE_SKIPPED: StageState
+STAGE_STATE_DOWN: StageState
+STAGE_STATE_OVERLOADED: StageState
 
 class StageTiming(_message.Message):
     __slots__ = ("stage", "ms")

@@ -25,11 +25,11 @@ class ArmStatus(_message.Message):
     HITS_FIELD_NUMBER: _ClassVar[int]
     MS_FIELD_NUMBER: _ClassVar[int]
     arm: str
-    state: str
+    state: _common_pb2.StageState
     detail: str
     hits: int
     ms: float
-    def __init__(self, arm: _Optional[str] = ..., state: _Optional[str] = ..., detail: _Optional[str] = ..., hits: _Optional[int] = ..., ms: _Optional[float] = ...) -> None: ...
+    def __init__(self, arm: _Optional[str] = ..., state: _Optional[_Union[_common_pb2.StageState, str]] = ..., detail: _Optional[str] = ..., hits: _Optional[int] = ..., ms: _Optional[float] = ...) -> None: ...
 
 class FuseResult(_message.Message):
     __slots__ = ("passages", "voted", "k", "ceiling", "arms", "timings", "aliases", "embed_model")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import grpc
 import numpy as np
 
-from rulesage.dbservice import DbService, guarded, vector_of
+from rulesage.dbservice import DbService, vector_of
+from rulesage.store import vectors as search
 from rulesage.telemetry import Timings
 from rulesage.v1 import arm_pb2, arm_pb2_grpc
 from services.aisle import select
-from services.dense import search
 
 
 class AisleService(DbService, arm_pb2_grpc.ArmServicer):
@@ -32,42 +32,37 @@ class AisleService(DbService, arm_pb2_grpc.ArmServicer):
     async def Search(
         self, request: arm_pb2.ArmRequest, context: grpc.aio.ServicerContext
     ) -> arm_pb2.ArmResult:
-        async def work() -> arm_pb2.ArmResult:
-            self.question(request.question)
-            game = await self.game(request.game)
-            if not request.vectors:
-                await context.abort(
-                    grpc.StatusCode.INVALID_ARGUMENT, "aisle.Search needs the question's vectors"
-                )
-            # the book's own words serve the aisle best: the canonical lane when an alias matched
-            lanes = {v.lane: v for v in request.vectors}
-            vec = lanes.get("dense.canonical") or request.vectors[0]
-            vector = np.asarray(vector_of(vec.values))
-            timings = Timings(self.name)
-            result = arm_pb2.ArmResult(arm="aisle")
-            with timings.stage("aisle.search", game=game.slug) as span:
-                docs = select.choose_documents(await self.documents(game.id, game.family_id))
-                if not any(d.own for d in docs):
-                    result.note = f"{game.slug} has no ingested documents of its own"
-                    span.set_attribute("candidates.out", 0)
-                    result.timings.extend(timings.proto())
-                    return result
+        self.question(request.question)
+        game = await self.game(request.game)
+        if not request.vectors:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "aisle.Search needs the question's vectors")
+        # the book's own words serve the aisle best: the canonical lane when an alias matched
+        lanes = {v.lane: v for v in request.vectors}
+        vec = lanes.get("dense.canonical") or request.vectors[0]
+        vector = np.asarray(vector_of(vec.values))
+        timings = Timings(self.name)
+        result = arm_pb2.ArmResult(arm="aisle")
+        with timings.stage("aisle.search", game=game.slug) as span:
+            docs = select.choose_documents(await self.documents(game.id, game.family_id))
+            if not any(d.own for d in docs):
+                result.note = f"{game.slug} has no ingested documents of its own"
+                span.set_attribute("candidates.out", 0)
+                result.timings.extend(timings.proto())
+                return result
 
-                async with self.pool.connection() as conn:
-                    best = await search.nearest_per_document(
-                        conn, vector, [d.id for d in docs], select.PER_DOCUMENT
-                    )
-                ballot = select.ballot(
-                    [[select.Hit(h.passage_id, h.score, d.id) for h in best.get(d.id, [])] for d in docs]
+            async with self.pool.connection() as conn:
+                best = await search.nearest_per_document(
+                    conn, vector, [d.id for d in docs], select.PER_DOCUMENT
                 )
-                span.set_attribute("documents", len(docs))
-                span.set_attribute("candidates.out", len(ballot))
-            result.lanes.append("aisle")
-            result.hits.extend(
-                arm_pb2.ArmHit(passage_id=h.passage_id, rank=i, score=h.score, lane="aisle")
-                for i, h in enumerate(ballot, 1)
+            ballot = select.ballot(
+                [[select.Hit(h.passage_id, h.score, d.id) for h in best.get(d.id, [])] for d in docs]
             )
-            result.timings.extend(timings.proto())
-            return result
-
-        return await guarded(context, work)
+            span.set_attribute("documents", len(docs))
+            span.set_attribute("candidates.out", len(ballot))
+        result.lanes.append("aisle")
+        result.hits.extend(
+            arm_pb2.ArmHit(passage_id=h.passage_id, rank=i, score=h.score, lane="aisle")
+            for i, h in enumerate(ballot, 1)
+        )
+        result.timings.extend(timings.proto())
+        return result

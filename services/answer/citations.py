@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from rulesage.text import find_quote
+from rulesage.core.text import find_quote
 
 MIN_ANSWER_CHARS = 40
 # A quote shorter than this proves nothing ("the", "a move"): it is rejected like a missing one.

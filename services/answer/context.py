@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from psycopg_pool import AsyncConnectionPool
 
-from rulesage.text import canonical_chars
+from rulesage.core.text import canonical_chars
 from services.answer.citations import PassageView
 
 _WS = re.compile(r"\s+")
@@ -186,8 +186,8 @@ class PgLibrary:
         sections = [r for r in rule_ids if "." not in r]
         async with self.pool.connection() as conn:
             cur = await conn.execute(
-                f"SELECT {_PASSAGE_COLUMNS} FROM passages p JOIN documents d ON d.id = p.document_id"
-                " WHERE d.key = ANY(%s) AND p.retired_at IS NULL AND NOT p.superseded"
+                f"SELECT {_PASSAGE_COLUMNS} FROM current_passages p JOIN documents d ON d.id = p.document_id"
+                " WHERE d.key = ANY(%s) AND NOT p.superseded"
                 " AND (p.rule_id = ANY(%s) OR p.parent_rule = ANY(%s)"
                 "      OR (p.parent_rule IS NULL AND split_part(p.rule_id, '.', 1) = ANY(%s)))"
                 " ORDER BY (p.rule_id = ANY(%s)) DESC, d.key, p.ord LIMIT %s",

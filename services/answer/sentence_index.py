@@ -24,10 +24,9 @@ log = logging.getLogger(__name__)
 DIM = 384
 
 MISSING_SQL = """
-SELECT p.id, p.text, p.heading_path FROM passages p
+SELECT p.id, p.text, p.heading_path FROM live_passages p
 LEFT JOIN sentence_vectors v ON v.passage_id = p.id
-WHERE p.searchable AND NOT p.superseded AND p.retired_at IS NULL
-  AND (v.passage_id IS NULL OR v.model <> %s)
+WHERE v.passage_id IS NULL OR v.model <> %s
 ORDER BY p.id
 """
 COUNT_MISSING_SQL = f"SELECT count(*) FROM ({MISSING_SQL}) AS m"

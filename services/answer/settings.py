@@ -9,7 +9,8 @@ from pydantic import model_validator
 
 from rulesage.config import CommonSettings
 
-# Placeholder until calibrated on gold-dev's unanswerable questions (see extractive.calibrate_threshold).
+# Below this best-sentence score the extractive backend abstains (rulesage.core.metrics.calibrate_threshold
+# fits one from scored questions).
 DEFAULT_EXTRACTIVE_THRESHOLD = 0.45
 
 

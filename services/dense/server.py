@@ -9,12 +9,12 @@ import grpc
 import numpy as np
 
 from rulesage.config import ConfigError
-from rulesage.dbservice import DbService, guarded, vector_of
+from rulesage.dbservice import DbService, vector_of
 from rulesage.embed import Embedder, shared_embedder
+from rulesage.store import vectors as search
 from rulesage.telemetry import Timings
 from rulesage.v1 import arm_pb2, arm_pb2_grpc
 from services.dense import lanes as lanes_mod
-from services.dense import search
 
 DEFAULT_LIMIT = 80
 ALIAS_TTL_S = 60.0
@@ -66,63 +66,51 @@ class DenseService(DbService, arm_pb2_grpc.ArmServicer, arm_pb2_grpc.EmbedderSer
     async def Embed(
         self, request: arm_pb2.EmbedRequest, context: grpc.aio.ServicerContext
     ) -> arm_pb2.EmbedResult:
-        async def work() -> arm_pb2.EmbedResult:
-            assert self.embedder is not None
-            question = self.question(request.question)
-            timings = Timings(self.name)
-            matches: list[lanes_mod.Alias] = []
-            if request.game:
-                game = await self.game(request.game)
-                with timings.stage("dense.aliases", game=game.slug) as span:
-                    matches = lanes_mod.matching(question, await self.aliases(game.family_id))
-                    span.set_attribute("aliases.matched", len(matches))
-            lanes = lanes_mod.lanes(question, matches)
-            with timings.stage("dense.embed", lanes=len(lanes)):
-                vecs = await asyncio.to_thread(self.embedder.embed_queries, [ln.text for ln in lanes])
-            return arm_pb2.EmbedResult(
-                vectors=[
-                    arm_pb2.Vector(lane=ln.name, text=ln.text, values=v.tolist())
-                    for ln, v in zip(lanes, vecs, strict=True)
-                ],
-                aliases=[
-                    arm_pb2.AliasMatch(alias=m.alias, term=m.term, evidence=m.evidence) for m in matches
-                ],
-                model=self.embedder.identity.model,
-                timings=timings.proto(),
-            )
-
-        return await guarded(context, work)
+        assert self.embedder is not None
+        question = self.question(request.question)
+        timings = Timings(self.name)
+        matches: list[lanes_mod.Alias] = []
+        if request.game:
+            game = await self.game(request.game)
+            with timings.stage("dense.aliases", game=game.slug) as span:
+                matches = lanes_mod.matching(question, await self.aliases(game.family_id))
+                span.set_attribute("aliases.matched", len(matches))
+        lanes = lanes_mod.lanes(question, matches)
+        with timings.stage("dense.embed", lanes=len(lanes)):
+            vecs = await asyncio.to_thread(self.embedder.embed_queries, [ln.text for ln in lanes])
+        return arm_pb2.EmbedResult(
+            vectors=[
+                arm_pb2.Vector(lane=ln.name, text=ln.text, values=v.tolist())
+                for ln, v in zip(lanes, vecs, strict=True)
+            ],
+            aliases=[arm_pb2.AliasMatch(alias=m.alias, term=m.term, evidence=m.evidence) for m in matches],
+            model=self.embedder.identity.model,
+            timings=timings.proto(),
+        )
 
     async def Search(
         self, request: arm_pb2.ArmRequest, context: grpc.aio.ServicerContext
     ) -> arm_pb2.ArmResult:
-        async def work() -> arm_pb2.ArmResult:
-            self.question(request.question)
-            game = await self.game(request.game)
-            if not request.vectors:
-                await context.abort(
-                    grpc.StatusCode.INVALID_ARGUMENT, "dense.Search needs the question's vectors"
-                )
-            limit = min(request.limit or DEFAULT_LIMIT, search.MAX_LIMIT)
-            timings = Timings(self.name)
-            result = arm_pb2.ArmResult(arm="dense")
+        self.question(request.question)
+        game = await self.game(request.game)
+        if not request.vectors:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "dense.Search needs the question's vectors")
+        limit = min(request.limit or DEFAULT_LIMIT, search.MAX_LIMIT)
+        timings = Timings(self.name)
+        result = arm_pb2.ArmResult(arm="dense")
 
-            async def lane(vec: arm_pb2.Vector) -> list[search.Hit]:
-                async with self.pool.connection() as conn:
-                    return await search.nearest(
-                        conn, np.asarray(vector_of(vec.values)), game.family_id, limit
-                    )
+        async def lane(vec: arm_pb2.Vector) -> list[search.Hit]:
+            async with self.pool.connection() as conn:
+                return await search.nearest(conn, np.asarray(vector_of(vec.values)), game.family_id, limit)
 
-            with timings.stage("dense.search", game=game.slug, lanes=len(request.vectors)) as span:
-                per_lane = await asyncio.gather(*(lane(v) for v in request.vectors))
-                span.set_attribute("candidates.out", sum(len(h) for h in per_lane))
-            for vec, hits in zip(request.vectors, per_lane, strict=True):
-                result.lanes.append(vec.lane)
-                result.hits.extend(
-                    arm_pb2.ArmHit(passage_id=h.passage_id, rank=i, score=h.score, lane=vec.lane)
-                    for i, h in enumerate(hits, 1)
-                )
-            result.timings.extend(timings.proto())
-            return result
-
-        return await guarded(context, work)
+        with timings.stage("dense.search", game=game.slug, lanes=len(request.vectors)) as span:
+            per_lane = await asyncio.gather(*(lane(v) for v in request.vectors))
+            span.set_attribute("candidates.out", sum(len(h) for h in per_lane))
+        for vec, hits in zip(request.vectors, per_lane, strict=True):
+            result.lanes.append(vec.lane)
+            result.hits.extend(
+                arm_pb2.ArmHit(passage_id=h.passage_id, rank=i, score=h.score, lane=vec.lane)
+                for i, h in enumerate(hits, 1)
+            )
+        result.timings.extend(timings.proto())
+        return result

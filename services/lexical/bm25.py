@@ -21,8 +21,7 @@ WITH q AS (
     SELECT DISTINCT lexeme FROM unnest(tsvector_to_array(to_tsvector('english', %(q)s))) AS t(lexeme)
 ),
 live AS (
-    SELECT id, doc_len FROM passages
-    WHERE family_id = %(family)s AND searchable AND NOT superseded AND retired_at IS NULL
+    SELECT id, doc_len FROM live_passages WHERE family_id = %(family)s
 ),
 stats AS MATERIALIZED (SELECT count(*)::float8 AS n, greatest(avg(doc_len), 1)::float8 AS avgdl FROM live),
 df AS (

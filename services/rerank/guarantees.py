@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rulesage.core.deal import KEEP
+
 RULEBOOK_TOP = "rulebook-top"
 ERRATA_TOP = "errata-top"
 CORRECTION_KINDS = frozenset({"errata", "faq"})
-DEFAULT_KEEP = 8
 
 
 @dataclass(frozen=True)
@@ -46,12 +47,12 @@ def _top(order: list[int], candidates: Sequence[Candidate], wanted) -> int | Non
 
 
 def select(
-    candidates: Sequence[Candidate], scores: Sequence[float], game: str, keep: int = DEFAULT_KEEP
+    candidates: Sequence[Candidate], scores: Sequence[float], game: str, keep: int = KEEP
 ) -> Selection:
     """The kept set (best first) after the two guarantees."""
     if len(candidates) != len(scores):
         raise ValueError(f"{len(candidates)} candidates but {len(scores)} scores")
-    keep = keep if keep > 0 else DEFAULT_KEEP
+    keep = keep if keep > 0 else KEEP
     order = ranked(scores)
     kept = order[:keep]
     guaranteed: list[tuple[str, int]] = []

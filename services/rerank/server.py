@@ -14,59 +14,22 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import grpc
 import numpy as np
 
 from rulesage import db, telemetry
 from rulesage.admission import Gate, Saturated
-from rulesage.config import CommonSettings, ConfigError, load
+from rulesage.config import load
+from rulesage.core.deal import KEEP, deal
 from rulesage.v1 import common_pb2, rerank_pb2, rerank_pb2_grpc
 from services.rerank import states
-from services.rerank.deal import deal
-from services.rerank.guarantees import DEFAULT_KEEP, Candidate, select
+from services.rerank.guarantees import Candidate, select
 from services.rerank.scorer import RuntimeOptions, Scorer, TrainedScorer, load_scorer
+from services.rerank.settings import RerankSettings
 
 log = logging.getLogger(__name__)
-
-
-class RerankSettings(CommonSettings):
-    # "cuda" uses onnxruntime-gpu's CUDA provider when one is present (CPU otherwise, with a warning).
-    rulesage_rerank_device: Literal["cpu", "cuda"] = "cpu"
-    # ONNX Runtime intra-op threads; 0 = every core.
-    rulesage_rerank_threads: int = 0
-    # Path of a reranker ONNX file; "" = the shipped model (or the interim cosine when none is shipped);
-    # "interim" = the bi-encoder cosine of the window.
-    rulesage_rerank_model: str = ""
-    # Word pieces of a window the model reads ([CLS]/[SEP] included); the window is cut head+tail to fit.
-    rulesage_rerank_max_tokens: int = 256
-    rulesage_rerank_batch: int = 16
-    # Requests scoring at once, and requests allowed to wait for a slot before RESOURCE_EXHAUSTED.
-    rulesage_rerank_concurrency: int = 1
-    rulesage_rerank_max_queue: int = 4
-    rulesage_rerank_max_candidates: int = 200
-    # Read windows' encoder states drawn at ingest from the database (and store the ones drawn here);
-    # off: every window is encoded per request.
-    rulesage_rerank_stored_states: bool = True
-    # Seconds a request waits for stored states before encoding the windows itself.
-    rulesage_rerank_states_timeout_s: float = 1.0
-
-
-def check(settings: RerankSettings) -> RerankSettings:
-    for name, value, low in (
-        ("RULESAGE_RERANK_THREADS", settings.rulesage_rerank_threads, 0),
-        ("RULESAGE_RERANK_MAX_TOKENS", settings.rulesage_rerank_max_tokens, 16),
-        ("RULESAGE_RERANK_BATCH", settings.rulesage_rerank_batch, 1),
-        ("RULESAGE_RERANK_CONCURRENCY", settings.rulesage_rerank_concurrency, 1),
-        ("RULESAGE_RERANK_MAX_QUEUE", settings.rulesage_rerank_max_queue, 0),
-        ("RULESAGE_RERANK_MAX_CANDIDATES", settings.rulesage_rerank_max_candidates, 1),
-    ):
-        if value < low:
-            raise ConfigError(f"bad configuration: {name}={value!r}: expected an integer >= {low}")
-    if settings.rulesage_rerank_max_tokens > 512:
-        raise ConfigError("bad configuration: RULESAGE_RERANK_MAX_TOKENS: MiniLM reads at most 512 tokens")
-    return settings
 
 
 @dataclass(frozen=True)
@@ -100,7 +63,7 @@ def read(
     scores = [float(s) for s in raw]
     if scorer.prior:  # blend with the election's order (candidates arrive best first)
         scores = [s - scorer.prior * math.log1p(i) for i, s in enumerate(scores)]
-    sel = select([Candidate(c.doc_kind, c.game) for c in candidates], scores, game, keep or DEFAULT_KEEP)
+    sel = select([Candidate(c.doc_kind, c.game) for c in candidates], scores, game, keep or KEEP)
     return Reading(scores=scores, dealt=deal(sel.kept), fired=sel.fired, drawn=drawn)
 
 
@@ -214,7 +177,7 @@ class RerankService:
     service_names: Sequence[str] = (rerank_pb2.DESCRIPTOR.services_by_name["Reranker"].full_name,)
 
     def __init__(self, settings: RerankSettings | None = None, scorer: Scorer | None = None) -> None:
-        self.settings = check(settings or load(RerankSettings))
+        self.settings = settings or load(RerankSettings)
         s = self.settings
         self.options = RuntimeOptions(
             device=s.rulesage_rerank_device,

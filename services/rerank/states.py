@@ -72,10 +72,9 @@ SET model = EXCLUDED.model, text_sha = EXCLUDED.text_sha, states = EXCLUDED.stat
 """
 # Live passages whose state row is missing or was drawn by another model (FK: only passages that still exist).
 MISSING_SQL = """
-SELECT p.id, p.text FROM passages p
+SELECT p.id, p.text FROM live_passages p
 LEFT JOIN window_states w ON w.passage_id = p.id
-WHERE p.searchable AND NOT p.superseded AND p.retired_at IS NULL
-  AND (w.passage_id IS NULL OR w.model <> %s)
+WHERE w.passage_id IS NULL OR w.model <> %s
 ORDER BY p.id
 """
 
@@ -123,9 +122,9 @@ def draw_missing(url: str, progress: bool = False) -> int:
         states_key,
         window_tokens,
     )
-    from services.rerank.server import RerankSettings, check
+    from services.rerank.settings import RerankSettings
 
-    s = check(load(RerankSettings))
+    s = load(RerankSettings)
     if not s.rulesage_rerank_stored_states or s.rulesage_rerank_model == "interim":
         return 0
     path = Path(s.rulesage_rerank_model) if s.rulesage_rerank_model else MODEL_FILE

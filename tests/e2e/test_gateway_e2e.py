@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.isolated_mesh import FIXTURES, IsolatedMesh, isolated_mesh
+from tests.support.isolated_mesh import FIXTURES, IsolatedMesh, isolated_mesh
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

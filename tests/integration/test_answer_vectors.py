@@ -54,9 +54,7 @@ def test_ingest_draws_sentence_vectors_that_the_answer_reads(shelf_url: str) -> 
     first = sentence_index.draw_missing(shelf_url)
     assert sentence_index.draw_missing(shelf_url) == 0  # nothing left to draw
     with psycopg.connect(shelf_url) as conn:
-        (live,) = conn.execute(
-            "SELECT count(*) FROM passages WHERE searchable AND NOT superseded AND retired_at IS NULL"
-        ).fetchone()  # type: ignore[misc]
+        (live,) = conn.execute("SELECT count(*) FROM live_passages").fetchone()  # type: ignore[misc]
         (rows,) = conn.execute("SELECT count(*) FROM sentence_vectors").fetchone()  # type: ignore[misc]
         picked = conn.execute(
             "SELECT id, text, heading_path FROM passages WHERE searchable ORDER BY id LIMIT 5"

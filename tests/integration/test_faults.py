@@ -32,8 +32,8 @@ import httpx
 import psycopg
 import pytest
 
-from rulesage.text import find_quote
-from tests.isolated_mesh import FIXTURES, IsolatedMesh, isolated_mesh
+from rulesage.core.text import find_quote
+from tests.support.isolated_mesh import FIXTURES, IsolatedMesh, isolated_mesh
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,6 @@ import grpc
 import numpy as np
 import pytest
 
-from gateway.testing import seed_shelf, throwaway_database
 from rulesage import runner
 from rulesage.v1 import (
     answer_pb2,
@@ -35,6 +34,7 @@ from rulesage.v1 import (
     rerank_pb2,
     rerank_pb2_grpc,
 )
+from tests.support.gateway_fixtures import seed_shelf, throwaway_database
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -272,9 +272,9 @@ def test_fusion_returns_before_its_callers_deadline_when_the_arms_hang(
     for res, took, limit in ((own, took_own, deadlines["arm"] + 1.0), (short, took_short, 0.6)):
         assert not isinstance(res, str), f"fusion failed the ask ({res}) instead of reporting the arms"
         assert took < limit, f"fusion took {took:.2f}s"
-        states = {a.arm: a.state for a in res.arms}
-        assert states["lexical"] == "timeout" and states["dense"] == "timeout", states
-        assert states["aisle"] in ("skipped", "timeout")
+        states = {a.arm: common_pb2.StageState.Name(a.state) for a in res.arms}
+        assert states["lexical"] == "STAGE_STATE_TIMEOUT" and states["dense"] == "STAGE_STATE_TIMEOUT", states
+        assert states["aisle"] in ("STAGE_STATE_SKIPPED", "STAGE_STATE_TIMEOUT")
         assert list(res.voted) == [] and list(res.passages) == []
 
 
@@ -307,7 +307,8 @@ async def _burst(call: Any, n: int) -> list[tuple[str, float]]:
 
 
 def test_overloaded_reranker_sheds_load_fast() -> None:
-    from services.rerank.server import RerankService, RerankSettings
+    from services.rerank.server import RerankService
+    from services.rerank.settings import RerankSettings
 
     settings = RerankSettings(rulesage_rerank_concurrency=1, rulesage_rerank_max_queue=2)
 

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from gateway.app import create_app
 from gateway.settings import GatewaySettings
-from gateway.testing import seed_shelf, throwaway_database
+from tests.support.gateway_fixtures import seed_shelf, throwaway_database
 
 pytestmark = pytest.mark.integration
 GAME = "dnd-5e-srd"

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from gateway.app import create_app
 from gateway.settings import GatewaySettings
-from gateway.testing import sample_ruling, seed_shelf, store, throwaway_database
+from tests.support.gateway_fixtures import sample_ruling, seed_shelf, store, throwaway_database
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.testing import throwaway_database
 from rulesage.db import connect
 from rulesage.ingest.model import ParsedDocument
 from rulesage.ingest.pipeline import ingest_shelf
+from tests.support.gateway_fixtures import throwaway_database
 
 pytestmark = pytest.mark.integration
 fpdf = pytest.importorskip("fpdf")

@@ -18,7 +18,7 @@ import grpc
 import httpx
 import pytest
 
-from rulesage.text import find_quote
+from rulesage.core.text import find_quote
 from rulesage.v1 import (
     answer_pb2,
     answer_pb2_grpc,
@@ -30,7 +30,7 @@ from rulesage.v1 import (
     rerank_pb2,
     rerank_pb2_grpc,
 )
-from tests.isolated_mesh import FIXTURES, IsolatedMesh, isolated_mesh
+from tests.support.isolated_mesh import FIXTURES, IsolatedMesh, isolated_mesh
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,9 +13,9 @@ import psycopg
 import pytest
 
 from rulesage.config import shared_dir
+from rulesage.core.text import normalise
 from rulesage.db import connect, database_url, migrate
 from rulesage.ingest.pipeline import ingest_shelf
-from rulesage.text import normalise
 
 pytestmark = pytest.mark.integration
 

@@ -15,10 +15,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.isolated_mesh import FIXTURES, ROOT, free_block, isolated_mesh
+from rulesage import mesh
+from tests.support.isolated_mesh import FIXTURES, ROOT, free_block, isolated_mesh
 
 pytestmark = pytest.mark.integration
-SERVICES = {"lexical", "dense", "aisle", "fusion", "rerank", "answer", "doorman", "gateway"}
+SERVICES = set(mesh.MESH)
 
 
 def listening(port: int) -> bool:

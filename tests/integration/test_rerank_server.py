@@ -15,8 +15,10 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from rulesage import runner
+from rulesage.admission import Gate, Saturated
 from rulesage.v1 import common_pb2, rerank_pb2, rerank_pb2_grpc
-from services.rerank.server import Gate, RerankService, RerankSettings, Saturated
+from services.rerank.server import RerankService
+from services.rerank.settings import RerankSettings
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

@@ -27,8 +27,8 @@ QUESTION = "how many actions does a player get on their turn?"
 def live_passages(url: str, limit: int = 24) -> list[common_pb2.Passage]:
     with psycopg.connect(url) as conn:
         rows = conn.execute(
-            "SELECT p.id, p.text, d.kind FROM passages p JOIN documents d ON d.id = p.document_id"
-            " WHERE p.searchable AND NOT p.superseded AND p.retired_at IS NULL ORDER BY p.id LIMIT %s",
+            "SELECT p.id, p.text, d.kind FROM live_passages p JOIN documents d ON d.id = p.document_id"
+            " ORDER BY p.id LIMIT %s",
             (limit,),
         ).fetchall()
     return [common_pb2.Passage(id=r[0], text=r[1], doc_kind=r[2]) for r in rows]
@@ -56,9 +56,7 @@ def test_ingest_draws_states_and_the_service_reads_them(shelf_url: str) -> None:
     drawn = states.draw_missing(shelf_url)
     rows = stored_rows(shelf_url)
     with psycopg.connect(shelf_url) as conn:
-        (live,) = conn.execute(
-            "SELECT count(*) FROM passages WHERE searchable AND NOT superseded AND retired_at IS NULL"
-        ).fetchone()  # type: ignore[misc]
+        (live,) = conn.execute("SELECT count(*) FROM live_passages").fetchone()  # type: ignore[misc]
     assert len(rows) >= live and drawn <= live
     assert len(set(rows.values())) == 1  # one model drew them all
     assert states.draw_missing(shelf_url) == 0  # nothing left to draw

@@ -5,7 +5,9 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from rulesage.v1 import arm_pb2, arm_pb2_grpc, fusion_pb2, fusion_pb2_grpc
+from rulesage.v1 import arm_pb2, arm_pb2_grpc, common_pb2, fusion_pb2, fusion_pb2_grpc
+
+OK = common_pb2.STAGE_STATE_OK
 
 pytestmark = pytest.mark.integration
 
@@ -19,7 +21,7 @@ def fuse(addr: str, question: str, game: str, timeout: float = 30) -> fusion_pb2
 
 def test_three_arms_vote_and_the_ceiling_is_derived(search_mesh) -> None:
     res = fuse(search_mesh.addr["fusion"], "how do I win a game of klondike?", "solitaire-klondike")
-    assert [a.state for a in res.arms] == ["ok", "ok", "ok"]
+    assert [a.state for a in res.arms] == [OK, OK, OK]
     assert set(res.voted) == {"lexical", "dense", "aisle"}
     assert res.k == 60
     assert abs(res.ceiling - 3 / 61) < 1e-12
@@ -88,8 +90,9 @@ def test_a_dead_arm_never_fails_the_ask(search_mesh) -> None:
     finally:
         search_mesh.stop("fusion-without-lexical")
     arms = {a.arm: a for a in res.arms}
-    assert arms["lexical"].state == "failed" and "UNAVAILABLE" in arms["lexical"].detail
-    assert arms["dense"].state == "ok" and arms["aisle"].state == "ok"
+    assert arms["lexical"].state == common_pb2.STAGE_STATE_DOWN, arms["lexical"]
+    assert "unavailable" in arms["lexical"].detail
+    assert arms["dense"].state == OK and arms["aisle"].state == OK
     assert "lexical" not in res.voted
     assert abs(res.ceiling - len(res.voted) / 61) < 1e-12
     assert res.passages

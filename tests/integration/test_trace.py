@@ -23,8 +23,8 @@ import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.common.v1 import common_pb2
 
-from rulesage.config import state_dir
-from tests.isolated_mesh import free_block
+from rulesage.config import models_dir
+from tests.support.isolated_mesh import free_block
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,10 +175,7 @@ def wait_for(rec: Receiver, trace_id: str, services: set[str], timeout: float = 
 
 def test_one_ask_is_one_trace_that_adds_up(tmp_path: Path, receiver: tuple[Receiver, int]) -> None:
     rec, otlp_port = receiver
-    models = state_dir() / "models"  # reuse the exported embedder instead of exporting it again
     (tmp_path / "state").mkdir()
-    if models.exists():
-        (tmp_path / "state" / "models").symlink_to(models)
     base = free_block(9)
     env = {
         **{
@@ -187,6 +184,7 @@ def test_one_ask_is_one_trace_that_adds_up(tmp_path: Path, receiver: tuple[Recei
             if not k.startswith(("RULESAGE_", "OTEL_")) and k != "DATABASE_URL"
         },
         "RULESAGE_STATE_DIR": str(tmp_path / "state"),
+        "RULESAGE_MODELS_DIR": str(models_dir()),  # reuse the exported embedder instead of exporting it again
         "RULESAGE_BASE_PORT": str(base),
         "RULESAGE_GATEWAY_PORT": str(base + 8),
         "RULESAGE_DEMO_SHELF": str(ROOT / "tests" / "fixtures" / "tiny-shelf.toml"),

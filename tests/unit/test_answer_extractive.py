@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rulesage.core.metrics import calibrate_threshold
 from services.answer.backends.extractive import (
     RERANK_PRIOR,
     BiEncoderScorer,
     Candidate,
     ExtractiveBackend,
-    calibrate_threshold,
     choose,
     rank_sentences,
     sentences,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rulesage import beir
-from rulesage.evaluation import ndcg_at_10
+from rulesage.core.metrics import ndcg_at_10
 
 
 def test_parse_qrels_skips_the_header_and_groups_by_query() -> None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rulesage.text import canonical_chars
+from rulesage.core.text import canonical_chars
 from services.answer.citations import (
     MIN_ANSWER_CHARS,
     MIN_QUOTE_CHARS,

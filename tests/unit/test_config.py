@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from rulesage import runner
+from rulesage import mesh
 from rulesage.config import ConfigError, load
 from rulesage.runner import ServiceSettings
 
@@ -16,6 +16,6 @@ def test_malformed_value_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> 
 def test_bad_client_address_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RULESAGE_FUSION_ADDR", "nowhere")
     with pytest.raises(ConfigError, match="RULESAGE_FUSION_ADDR"):
-        runner.address("fusion")
+        mesh.address("fusion")
     monkeypatch.setenv("RULESAGE_FUSION_ADDR", "10.0.0.1:5000")
-    assert runner.address("fusion") == "10.0.0.1:5000"
+    assert mesh.address("fusion") == "10.0.0.1:5000"

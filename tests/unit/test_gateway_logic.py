@@ -8,8 +8,8 @@ import pytest
 from gateway import asking, wrench
 from gateway.security import Guard, RateLimiter, valid_session_id
 from gateway.shelf import like_pattern
-from gateway.testing import sample_ruling
 from rulesage.rulings import bayesian_mean, rating_summary
+from tests.support.gateway_fixtures import sample_ruling
 
 
 def test_ceiling_is_arms_over_k_plus_one() -> None:

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rulesage.runner import GATEWAY_PORT, PORTS
+from rulesage import mesh
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "k8s"
@@ -41,18 +41,11 @@ UID = 10001  # the image's numeric user (Dockerfile) == runAsUser of every RuleS
 STATE_DIR = "/var/lib/rulesage"
 # Secrets the prod overlays reference but never create (k8s/README.md says how to create them).
 EXTERNAL_SECRETS = {"rulesage-db", "rulesage-admin", "rulesage-tls"}
-# Every process that opens a database pool (services.fusion hydrates, services.rerank reads window states).
-DB_CLIENTS = {
-    "lexical",
-    "dense",
-    "aisle",
-    "fusion",
-    "rerank",
-    "answer",
-    "gateway",
-    "rulesage-migrate",
-    "rulesage-ingest",
-}
+# The manifests are checked against the one registry of the mesh (rulesage/mesh.py).
+PORTS = {s.name: s.port for s in mesh.grpc_services()}
+GATEWAY_PORT = mesh.gateway().port
+# Every process that opens a database pool (the registry's database clients), and the two jobs.
+DB_CLIENTS = {s.name for s in mesh.MESH.values() if s.database} | {"rulesage-migrate", "rulesage-ingest"}
 HPA_SERVICES = {"gateway", "rerank", "answer"}
 GPU_SERVICES = {"rerank", "answer"}
 

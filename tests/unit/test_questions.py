@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from rulesage.questions import BadQuestion, check_slug, clean_question
+from rulesage.core.questions import BadQuestion, check_slug, clean_question
 
 
 def test_empty_and_blank_questions_are_refused() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.rerank.deal import deal, dealt_positions
+from rulesage.core.deal import deal, dealt_positions
 from services.rerank.guarantees import ERRATA_TOP, RULEBOOK_TOP, Candidate, ranked, select
 from services.rerank.window import HEAD_CHARS, JOINER, TAIL_CHARS, WINDOW_CHARS, in_window, window
 

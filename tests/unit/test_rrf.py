@@ -7,7 +7,7 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.fusion import rrf
+from rulesage.core import rrf
 
 
 def test_rank_one_is_worth_one_over_k_plus_one() -> None:

@@ -3,7 +3,7 @@
 Sources:
 - ``questions``: player-style questions written by helpers from the books (data/reranker/questions-*.jsonl:
   game, doc, page, quote, question). Positive = the live passage of that document that holds the quote
-  (rulesage.text.supports, page span preferred).
+  (rulesage.core.text.supports, page span preferred).
 - ``pseudo``: structure pseudo-queries: a passage's nearest heading as the query, that passage as the
   positive (the notes say these alone teach a heading matcher; they are off unless asked for).
 
@@ -29,7 +29,7 @@ from typing import Any
 import psycopg
 
 from rulesage.config import shared_dir
-from rulesage.text import normalise, supports
+from rulesage.core.text import normalise, supports
 from services.rerank.train.pool import FamilyIndex
 
 log = logging.getLogger(__name__)

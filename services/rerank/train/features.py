@@ -13,10 +13,10 @@ from services.rerank.scorer import Tokens, length_batches, pad
 
 def encoder_path(variant: str) -> Path:
     """rulesage.embed's ONNX export of MiniLM-L6 in the state folder (exported on first use)."""
-    from rulesage.config import state_dir
+    from rulesage.config import models_dir
     from rulesage.embed import export_onnx
 
-    models = state_dir() / "models"
+    models = models_dir()
     path = models / f"minilm-l6-v2-{variant}.onnx"
     return path if path.exists() else export_onnx(models, variant)
 

@@ -1,22 +1,21 @@
 """Candidate pools from the database: a stand-in for the fusion service used to mine hard negatives and to
 measure the reranker (Postgres full-text + exact dense cosine over one family, fused by RRF k=60).
 
-This is *not* the production fusion (no alias lanes, no aisle arm); it is the simple two-arm election the
-brief allows when the fusion service is not at hand, and every measurement made with it says so.
+This is *not* the production fusion (no alias lanes, no aisle arm): a two-arm election that runs without
+the mesh, and every measurement made with it says so.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import psycopg
 
-from rulesage.text import supports
-
-RRF_K = 60
-LIVE = "NOT p.superseded AND p.retired_at IS NULL AND p.searchable"
+from rulesage.core import rrf as core_rrf
+from rulesage.core.text import supports
 
 
 @dataclass(frozen=True)
@@ -38,8 +37,9 @@ class FamilyIndex:
         rows = conn.execute(
             "SELECT p.id, d.key, d.kind, coalesce(g.slug, ''), p.text, coalesce(p.page_start, 0),"
             " coalesce(p.page_end, 0), p.heading_path, p.embedding"
-            " FROM passages p JOIN documents d ON d.id = p.document_id LEFT JOIN games g ON g.id = d.game_id"
-            f" WHERE p.family_id = %s AND {LIVE} AND p.embedding IS NOT NULL ORDER BY p.id",
+            " FROM live_passages p JOIN documents d ON d.id = p.document_id"
+            " LEFT JOIN games g ON g.id = d.game_id"
+            " WHERE p.family_id = %s AND p.embedding IS NOT NULL ORDER BY p.id",
             (family_id,),
         ).fetchall()
         self.family_id = family_id
@@ -67,7 +67,7 @@ class FamilyIndex:
         rows = conn.execute(
             "WITH q AS (SELECT nullif(replace(plainto_tsquery('english', %s)::text, ' & ', ' | '), '')"
             "::tsquery AS q)"
-            f" SELECT p.id FROM passages p, q WHERE q.q IS NOT NULL AND p.family_id = %s AND {LIVE}"
+            " SELECT p.id FROM live_passages p, q WHERE q.q IS NOT NULL AND p.family_id = %s"
             " AND p.tsv @@ q.q ORDER BY ts_rank_cd(p.tsv, q.q) DESC, p.id LIMIT %s",
             (question, self.family_id, k),
         ).fetchall()
@@ -80,12 +80,9 @@ class FamilyIndex:
         return rrf([self.lexical(conn, question, depth), self.dense(qvec, depth)])[:k]
 
 
-def rrf(lists: Sequence[Sequence[int]], k: int = RRF_K) -> list[int]:
-    score: dict[int, float] = {}
-    for ranked in lists:
-        for rank, item in enumerate(ranked, start=1):
-            score[item] = score.get(item, 0.0) + 1.0 / (k + rank)
-    return sorted(score, key=lambda i: (-score[i], i))
+def rrf(lists: Sequence[Sequence[int]], k: int = core_rrf.K) -> list[int]:
+    fused = core_rrf.fuse({str(i): ranked for i, ranked in enumerate(lists)}, k, limit=sys.maxsize)
+    return [f.passage_id for f in fused]
 
 
 def family_of(conn: psycopg.Connection, game: str) -> int | None:

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 
 K = 60
 LIMIT = 80
+# Fused scores cross the wire rounded to six decimals: 1/61 + 1/61 prints as 0.032787 > 2/61.
+WIRE_DECIMALS = 6
+CEILING_TOLERANCE = 5e-6
 
 
 @dataclass
@@ -26,7 +29,8 @@ class Fused:
 
 
 def ceiling(voted: int, k: int = K) -> float:
-    return voted / (k + 1)
+    """The highest fused score a passage can reach: rank 1 on every voting list, voted/(k+1)."""
+    return voted / (k + 1) if voted > 0 else 0.0
 
 
 def ceiling_formula(voted: int, k: int = K) -> str:

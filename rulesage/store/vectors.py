@@ -22,9 +22,8 @@ SESSION_SETTINGS = (
 
 SQL = """
 SELECT id, 1 - (embedding <=> %(v)s) AS score
-FROM passages
-WHERE family_id = %(family)s AND searchable AND NOT superseded AND retired_at IS NULL
-  AND embedding IS NOT NULL
+FROM live_passages
+WHERE family_id = %(family)s AND embedding IS NOT NULL
 ORDER BY embedding <=> %(v)s, id
 LIMIT %(limit)s
 """
@@ -35,9 +34,8 @@ SELECT d.doc, p.id, p.score
 FROM unnest(%(docs)s::int[]) AS d(doc)
 CROSS JOIN LATERAL (
     SELECT id, 1 - (embedding <=> %(v)s) AS score
-    FROM passages
-    WHERE document_id = d.doc AND searchable AND NOT superseded AND retired_at IS NULL
-      AND embedding IS NOT NULL
+    FROM live_passages
+    WHERE document_id = d.doc AND embedding IS NOT NULL
     ORDER BY embedding <=> %(v)s, id
     LIMIT %(limit)s
 ) AS p

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rulesage.config import state_dir
+from rulesage.config import models_dir
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 
 
@@ -71,9 +71,6 @@ class IsolatedMesh:
 def isolated_mesh(tmp: Path, shelf: Path, **extra_env: str) -> Iterator[IsolatedMesh]:
     state = tmp / "state"
     state.mkdir(parents=True, exist_ok=True)
-    models = state_dir() / "models"  # reuse the exported embedder instead of exporting it again
-    if models.exists() and not (state / "models").exists():
-        (state / "models").symlink_to(models)
     base = free_block(9)
     env = {
         **{
@@ -82,6 +79,7 @@ def isolated_mesh(tmp: Path, shelf: Path, **extra_env: str) -> Iterator[Isolated
             if not k.startswith(("RULESAGE_", "OTEL_")) and k != "DATABASE_URL"
         },
         "RULESAGE_STATE_DIR": str(state),
+        "RULESAGE_MODELS_DIR": str(models_dir()),  # reuse the exported embedder instead of exporting it again
         "RULESAGE_BASE_PORT": str(base),
         "RULESAGE_GATEWAY_PORT": str(base + 8),
         "RULESAGE_DEMO_SHELF": str(shelf),

@@ -12,6 +12,9 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
+# Passages the careful reader keeps for the answering model (and the fused order keeps when it is missing).
+KEEP = 8
+
 
 def deal(ranked: Sequence[T]) -> list[T]:
     """``ranked`` best first -> the dealt order."""

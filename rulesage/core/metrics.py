@@ -1,0 +1,116 @@
+"""Retrieval and answer metrics (pure): the gold matching rule, recall, MRR ranks, percentiles, AUC, nDCG.
+
+A passage supports an evidence item when it is from the item's document, its page span holds the item's page
+(when both have pages), and it holds the whole normalised quote or a run of 8 of its words
+(``text.supports``).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rulesage.core.text import supports
+
+
+# -- matching --------------------------------------------------------------------------------------
+def supports_evidence(p: dict[str, Any], ev: dict[str, Any]) -> bool:
+    if p.get("doc_key") != ev["doc"]:
+        return False
+    page = ev.get("page")
+    if (
+        page is not None
+        and p.get("page_start")
+        and not p["page_start"] <= page <= (p.get("page_end") or p["page_start"])
+    ):
+        return False
+    return supports(p.get("text", ""), ev["quote"])
+
+
+def found(passages: list[dict[str, Any]], q: dict[str, Any]) -> bool:
+    evs = q["evidence"]
+    if q.get("all"):
+        return all(any(supports_evidence(p, ev) for p in passages) for ev in evs)
+    return any(supports_evidence(p, ev) for p in passages for ev in evs)
+
+
+def first_rank(passages: list[dict[str, Any]], q: dict[str, Any]) -> int | None:
+    for i, p in enumerate(passages, 1):
+        if any(supports_evidence(p, ev) for ev in q["evidence"]):
+            return i
+    return None
+
+
+def pct(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"p50": 0.0, "p95": 0.0, "n": 0}
+    s = sorted(values)
+
+    def q(f: float) -> float:
+        return round(s[min(len(s) - 1, max(0, math.ceil(f * len(s)) - 1))], 2)
+
+    return {"p50": round(statistics.median(s), 2), "p95": q(0.95), "n": len(s)}
+
+
+def ndcg_at_10(ranked: list[str], rels: dict[str, int]) -> float:
+    dcg = sum((2 ** rels.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:10]))
+    ideal = sorted(rels.values(), reverse=True)[:10]
+    idcg = sum((2**r - 1) / math.log2(i + 2) for i, r in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def recall_at(ranked: Sequence[str], rels: Mapping[str, int], k: int = 100) -> float:
+    relevant = {d for d, r in rels.items() if r > 0}
+    return len(relevant.intersection(ranked[:k])) / len(relevant) if relevant else 0.0
+
+
+def auc(scores: list[float], labels: list[int]) -> float:
+    """Area under the ROC curve (ties count half); nan without both classes."""
+    pos = [s for s, y in zip(scores, labels, strict=True) if y]
+    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
+    if not pos or not neg:
+        return float("nan")
+    return sum((p > q) + 0.5 * (p == q) for p in pos for q in neg) / (len(pos) * len(neg))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    threshold: float
+    answered_share: float
+    abstain_precision: float
+    abstain_recall: float
+    n: int
+
+
+def calibrate_threshold(
+    pairs: Sequence[tuple[float, bool]], min_precision: float = 0.9, min_recall: float = 0.8
+) -> Calibration | None:
+    """Given (best score, answerable) per question, the threshold (abstain when score < threshold) that
+    answers the largest share while abstains stay >= ``min_precision`` unanswerable and catch >=
+    ``min_recall`` of the unanswerable questions. The threshold sits midway between the highest abstained
+    and the lowest answered score. None when no threshold meets both floors."""
+    if not pairs:
+        return None
+    unanswerable = sum(1 for _, ok in pairs if not ok)
+    if unanswerable == 0:
+        return None
+    scores = sorted({s for s, _ in pairs})
+    best: Calibration | None = None
+    for i, cut in enumerate([*scores, math.inf]):
+        abstained = [ok for s, ok in pairs if s < cut]
+        if not abstained:
+            continue
+        caught = sum(1 for ok in abstained if not ok)
+        precision = caught / len(abstained)
+        recall = caught / unanswerable
+        if precision < min_precision or recall < min_recall:
+            continue
+        answered = (len(pairs) - len(abstained)) / len(pairs)
+        below = scores[i - 1]
+        threshold = (below + cut) / 2 if cut != math.inf else below + 1e-6
+        if best is None or answered > best.answered_share:
+            best = Calibration(threshold, answered, precision, recall, len(pairs))
+    return best

@@ -1,0 +1,152 @@
+"""The road's typed values: stage outcomes, and the ruling with its wrench as stored and served.
+
+``StageState`` mirrors the contract's ``rulesage.v1.StageState`` (STAGE_STATE_OK <-> "ok"); the road turns
+protobuf into these types once, and everything downstream (storage, the gateway's JSON and pages, the CLI,
+the evaluation) reads them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class StageState(StrEnum):
+    OK = "ok"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    SKIPPED = "skipped"
+    DOWN = "down"
+    OVERLOADED = "overloaded"
+
+    @classmethod
+    def from_proto_name(cls, name: str) -> StageState:
+        """``STAGE_STATE_TIMEOUT`` -> TIMEOUT; an unknown or unset name is FAILED."""
+        try:
+            return cls(name.removeprefix("STAGE_STATE_").lower())
+        except ValueError:
+            return cls.FAILED
+
+    @property
+    def proto_name(self) -> str:
+        return "STAGE_STATE_" + self.name
+
+
+class Verdict(StrEnum):
+    ANSWERED = "answered"
+    NOT_IN_BOOK = "not_in_book"
+    UNAVAILABLE = "unavailable"
+
+
+class _Model(BaseModel):
+    # stored rulings written by older releases may carry keys this release does not know
+    model_config = ConfigDict(extra="allow")
+
+
+class ArmStatus(_Model):
+    arm: str
+    state: StageState
+    detail: str = ""
+    hits: int = 0
+    ms: float = 0.0
+
+
+class StageInfo(_Model):
+    state: StageState
+    detail: str = ""
+
+
+class RerankInfo(StageInfo):
+    model: str = ""
+
+
+class AnswerInfo(StageInfo):
+    attempts: int = 0
+    rejections: list[str] = Field(default_factory=list)
+    confidence: float | None = None
+
+
+class Candidate(_Model):
+    id: int
+    fused_score: float
+    ranks: dict[str, int] = Field(default_factory=dict)
+    rerank_score: float | None = None
+
+
+class Timing(_Model):
+    stage: str
+    ms: float
+
+
+class Wrench(_Model):
+    """Where a ruling came from: which lists voted, each candidate's ranks and scores, the derived
+    ceiling, the guarantees that fired, each stage's state, and the timings."""
+
+    fusion: StageInfo | None = None
+    arms: list[ArmStatus] = Field(default_factory=list)
+    voted: list[str] = Field(default_factory=list)
+    k: int = 60
+    ceiling: float = 0.0
+    ceiling_formula: str = ""
+    aliases: list[str] = Field(default_factory=list)
+    candidates: list[Candidate] = Field(default_factory=list)
+    guarantees_fired: list[str] = Field(default_factory=list)
+    rerank: RerankInfo | None = None
+    answer: AnswerInfo | None = None
+    timings: list[Timing] = Field(default_factory=list)
+    search_span_ms: float | None = None
+    answer_ms: float | None = None
+    total_ms: float | None = None
+    trace_id: str = ""
+
+
+class PassageView(_Model):
+    id: int
+    text: str
+    doc_key: str
+    doc_title: str = ""
+    doc_kind: str = ""
+    doc_version: str = ""
+    game: str = ""
+    page_start: int | None = None
+    page_end: int | None = None
+    heading_path: list[str] = Field(default_factory=list)
+    rule_id: str = ""
+    section_id: int = 0
+    fused_score: float = 0.0
+    ranks: dict[str, int] = Field(default_factory=dict)
+    rerank_score: float | None = None
+
+
+class Citation(_Model):
+    passage_id: int
+    quote: str
+    start: int
+    end: int
+    page: int | None = None
+    doc_key: str = ""
+    doc_title: str = ""
+    doc_version: str = ""
+    rule_id: str = ""
+
+
+class Ruling(_Model):
+    """A ruling as stored and served: the answer, its citations, the kept passages (dealt order) and the
+    wrench."""
+
+    id: str | None = None
+    game: str
+    game_name: str = ""
+    question: str
+    answer: str
+    verdict: Verdict
+    citations: list[Citation] = Field(default_factory=list)
+    passages: list[PassageView] = Field(default_factory=list)
+    wrench: Wrench
+    models: dict[str, str] = Field(default_factory=dict)
+    trace_id: str = ""
+    public_state: str | None = None
+    public_reason: str | None = None
+    created_at: Any = None

@@ -1,0 +1,162 @@
+"""The mesh, declared once: every process's name, contract port, role and entry point.
+
+Everything that needs the list of services reads it from here: the runner (default ports and addresses),
+the launcher (what to start, in which order), the CLI (``rulesage serve NAME``), fusion (which arms vote,
+and which of them wait for the question's vectors), the evaluation (per-arm figures), the load bench, the
+tests, and the k8s manifests (checked against this table by tests/unit/test_k8s.py).
+
+To add a search arm: write ``services/<name>/`` (a server module whose service answers ``rulesage.v1.Arm``
+and a ``__main__`` that calls ``runner.main``), then add one ``Svc`` with ``role=Role.ARM`` below. Fusion
+fans out to it, the launcher starts it and the wrench's ceiling counts its vote.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from rulesage.config import ConfigError
+
+BASE_PORT = 50061  # the first gRPC contract port; $RULESAGE_BASE_PORT moves the whole block on one machine
+
+
+class Role(StrEnum):
+    ARM = "arm"  # answers Arm.Search; fusion fans out to it and its lists vote in the election
+    STAGE = "stage"  # a stage of the road after the arms (fusion, rerank, answer) or beside it (doorman)
+    GATEWAY = "gateway"  # the HTTP front door
+
+
+@dataclass(frozen=True)
+class Drawer:
+    """Index-time work a service's requests read instead of computing: ``entry`` names a function
+    ``(url, progress=False) -> int`` (passages drawn); ``key`` is its count's name in ingest reports."""
+
+    key: str
+    entry: str
+
+    def load(self) -> Callable[..., int]:
+        module, _, attr = self.entry.partition(":")
+        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Svc:
+    name: str
+    port: int  # contract port: the k8s containerPort and, offset by $RULESAGE_BASE_PORT, the local port
+    role: Role
+    entry: str  # "package.module:Factory" of the servicer (the gateway: its ASGI app module)
+    needs_vectors: bool = False  # an arm that waits for the question's vectors (Embedder.Embed)
+    embedder: bool = False  # also serves Embedder.Embed: the one place the question is embedded
+    database: bool = True  # opens a database pool (k8s: DATABASE_URL and the postgres-client label)
+    index_drawers: tuple[Drawer, ...] = ()  # run after every ingest (rulesage.indexing.draw_all)
+
+    @property
+    def module(self) -> str:
+        """What ``python -m`` runs for this process."""
+        return self.entry.partition(":")[0].rpartition(".")[0]
+
+    def factory(self) -> Callable[[], Any]:
+        """The servicer class (or factory) named by ``entry``, imported on demand."""
+        module, _, attr = self.entry.partition(":")
+        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+
+MESH: dict[str, Svc] = {
+    s.name: s
+    for s in (
+        Svc("lexical", 50061, Role.ARM, "services.lexical.server:LexicalService"),
+        Svc(
+            "dense",
+            50062,
+            Role.ARM,
+            "services.dense.server:DenseService",
+            needs_vectors=True,
+            embedder=True,
+        ),
+        Svc("aisle", 50063, Role.ARM, "services.aisle.server:AisleService", needs_vectors=True),
+        Svc("fusion", 50064, Role.STAGE, "services.fusion.server:FusionService"),
+        Svc(
+            "rerank",
+            50065,
+            Role.STAGE,
+            "services.rerank.server:RerankService",
+            index_drawers=(Drawer("reranker_states_drawn", "services.rerank.states:draw_missing"),),
+        ),
+        Svc(
+            "answer",
+            50066,
+            Role.STAGE,
+            "services.answer.server:AnswerService",
+            index_drawers=(Drawer("sentence_vectors_drawn", "services.answer.sentence_index:draw_missing"),),
+        ),
+        Svc("doorman", 50067, Role.STAGE, "services.doorman.server:DoormanService", database=False),
+        Svc("gateway", 8080, Role.GATEWAY, "gateway.app:create_app"),
+    )
+}
+
+
+def grpc_services() -> list[Svc]:
+    """Every gRPC service, in start order (arms first: fusion's first asks find them up)."""
+    return [s for s in MESH.values() if s.role is not Role.GATEWAY]
+
+
+def arms() -> list[Svc]:
+    return [s for s in MESH.values() if s.role is Role.ARM]
+
+
+def embedder() -> Svc:
+    found = [s for s in MESH.values() if s.embedder]
+    if len(found) != 1:
+        raise ConfigError(f"the mesh needs exactly one embedder, found {[s.name for s in found]}")
+    return found[0]
+
+
+def gateway() -> Svc:
+    return next(s for s in MESH.values() if s.role is Role.GATEWAY)
+
+
+def get(name: str) -> Svc:
+    try:
+        return MESH[name]
+    except KeyError:
+        raise ConfigError(f"no service {name!r} in the mesh (known: {', '.join(MESH)})") from None
+
+
+def _port_env(var: str) -> int | None:
+    raw = os.environ.get(var, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise ConfigError(f"bad configuration: {var}={raw!r}: expected a port number")
+    return int(raw)
+
+
+def default_port(name: str) -> int:
+    """Where ``name`` listens on one machine. gRPC services: $RULESAGE_BASE_PORT (default 50061) plus the
+    service's offset from BASE_PORT; the gateway: $RULESAGE_GATEWAY_PORT (default 8080)."""
+    svc = get(name)
+    if svc.role is Role.GATEWAY:
+        return _port_env("RULESAGE_GATEWAY_PORT") or svc.port
+    base = _port_env("RULESAGE_BASE_PORT")
+    if base is None:
+        return svc.port
+    port = base + svc.port - BASE_PORT
+    if not 0 < port < 65536:
+        raise ConfigError(f"bad configuration: RULESAGE_BASE_PORT={base}: {name} would land on port {port}")
+    return port
+
+
+def address(name: str) -> str:
+    """Where a client finds service ``name``: $RULESAGE_<NAME>_ADDR, else localhost on its default port."""
+    var = f"RULESAGE_{name.upper()}_ADDR"
+    raw = os.environ.get(var, "").strip()
+    if not raw:
+        return f"127.0.0.1:{default_port(name)}"
+    host, sep, port = raw.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ConfigError(f"bad configuration: {var}={raw!r}: expected host:port")
+    return raw
