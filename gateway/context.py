@@ -17,11 +17,12 @@ from fastapi.templating import Jinja2Templates
 from starlette.responses import Response
 
 from gateway import shelf, wrench
-from gateway.asking import AskUnavailable, RoadHandle, bad_question_type, road_module
+from gateway.asking import RoadHandle
 from gateway.screening import Screening
 from gateway.security import Guard, RateLimiter
 from gateway.settings import GatewaySettings
 from rulesage.admission import Gate, Saturated
+from rulesage.core.questions import BadQuestion
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).resolve().parent
@@ -122,17 +123,12 @@ async def check_ask(c: Ctx, client: str, game: str, question: str) -> tuple[dict
         found = await shelf.game(conn, game)
     if found is None:
         raise AskError(404, "There is no such game on the shelf.")
-    try:
-        road_module()
-    except AskUnavailable as exc:
-        raise AskError(503, str(exc)) from None
     return found, question
 
 
 def as_ask_error(exc: BaseException) -> AskError | None:
     """The road's BadQuestion as a 400 with its own message; None for anything else."""
-    bad = bad_question_type()
-    if bad is not None and isinstance(exc, bad):
+    if isinstance(exc, BadQuestion):
         return AskError(400, str(exc) or "That question cannot be asked.")
     return None
 

@@ -122,7 +122,9 @@ def cmd_eval(ns: argparse.Namespace) -> int:
         if not ns.shelf or not ns.gold:
             print("rulesage eval: --shelf and --gold are required (or --beir DIR)", file=sys.stderr)
             return 2
-        report = evaluation.run_gold(Path(ns.shelf), Path(ns.gold), answer=not ns.no_answer, limit=ns.limit)
+        report = evaluation.run_gold(
+            Path(ns.shelf), Path(ns.gold), answer=not ns.no_answer, limit=ns.limit, games=ns.game
+        )
     if ns.json:
         _print_json(report)
     else:
@@ -193,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--beir", help="a BEIR dataset folder (corpus.jsonl.gz, queries.jsonl, qrels/test.tsv)")
     s.add_argument("--no-answer", action="store_true", help="retrieval only: skip the answering stage")
     s.add_argument("--limit", type=int, default=0, help="only the first N questions (0: all)")
+    s.add_argument("--game", action="append", help="only this game's questions and books (repeatable)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_eval)
 

@@ -21,6 +21,7 @@ from rulesage import db, launcher, telemetry
 from rulesage.arms import ArmClient
 from rulesage.core import rrf
 from rulesage.core.metrics import auc, calibrate_threshold, first_rank, found, pct, supports_evidence
+from rulesage.core.models import StageState
 from rulesage.road import Road, SearchOutcome, passage_dict
 from rulesage.store import passages
 
@@ -47,12 +48,12 @@ def mesh() -> Iterator[None]:
         launcher.down(out=sys.stderr)
 
 
-def ensure_shelf(shelf: Path) -> dict[str, Any]:
+def ensure_shelf(shelf: Path, games: list[str] | None = None) -> dict[str, Any]:
     from rulesage.ingest.pipeline import ingest_shelf
 
     url = db.database_url()
     db.migrate(url)
-    summary = ingest_shelf(url, shelf, progress=False)
+    summary = ingest_shelf(url, shelf, games=games or None, progress=False)
     from rulesage.indexing import draw_all
 
     return {**summary.to_dict(), **draw_all(url)}
@@ -150,8 +151,11 @@ async def _gold(url: str, gold: list[dict[str, Any]], answer: bool) -> dict[str,
                 "tags": q.get("tags", []),
                 "answerable": q["answerable"],
             }
+            row["degraded"] = degraded_stages(out.wrench)
+            reranked = "rerank" not in row["degraded"]
             if q["answerable"]:
-                row["found_8"] = found(kept, q)
+                # an ask whose rerank fell back to the fused order is not a reranked hit
+                row["found_8"] = reranked and found(kept, q)
                 row["found_8_fused"] = found(fused[:8], q)
                 row["found_80"] = found(fused[:80], q)
                 row["rank_fused"] = first_rank(fused[:10], q)
@@ -176,6 +180,8 @@ async def _gold(url: str, gold: list[dict[str, Any]], answer: bool) -> dict[str,
                 ruling = await road.answer(out, store=False)
                 stage_ms["answer"].append((time.perf_counter() - t0) * 1000)
                 row["verdict"] = ruling["verdict"]
+                if ruling["verdict"] == "unavailable":
+                    row["degraded"].append("answer")
                 shown = {p["id"]: p for p in ruling["passages"]}
                 invalid = 0
                 correct = False
@@ -194,6 +200,16 @@ async def _gold(url: str, gold: list[dict[str, Any]], answer: bool) -> dict[str,
         await road.close()
         await arms.close()
     return summarise(rows, stage_ms, answer)
+
+
+def degraded_stages(wrench: dict[str, Any]) -> list[str]:
+    """The stages of one ask that did not really run: a missing arm, fusion, or a rerank that fell back."""
+    out = [f"arm:{a['arm']}" for a in wrench.get("arms", []) if a.get("state") != StageState.OK]
+    for stage in ("fusion", "rerank"):
+        state = (wrench.get(stage) or {}).get("state")
+        if state is not None and state != StageState.OK:
+            out.append(stage)
+    return out
 
 
 def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answer: bool) -> dict[str, Any]:
@@ -238,18 +254,23 @@ def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answ
                 "recall_at_8_fused": share("found_8_fused", sub),
                 "recall_at_80": share("found_80", sub),
             }
+    report["degraded"] = {
+        stage: sum(any(d == stage or d.startswith(stage + ":") for d in r.get("degraded", [])) for r in rows)
+        for stage in ("arm", "fusion", "rerank", "answer")
+    }
     report["latency_ms"] = {k: pct(v) for k, v in sorted(stage_ms.items())}
     report["misses_at_8"] = [{"id": r["id"], "tags": r["tags"]} for r in ans if not r.get("found_8")]
     if answer:
         unans = [r for r in rows if not r["answerable"]]
-        abstained = [r for r in rows if r.get("verdict") != "answered"]
+        # an unavailable answer is a degraded stage, never an abstain (nor a hit)
+        abstained = [r for r in rows if r.get("verdict") == "not_in_book"]
         report["answered_correctly"] = share("answered_correctly", ans)
         report["answered_share"] = round(sum(r.get("verdict") == "answered" for r in ans) / n, 3)
         report["abstain_precision"] = round(
             sum(not r["answerable"] for r in abstained) / (len(abstained) or 1), 3
         )
         report["abstain_recall"] = round(
-            sum(r.get("verdict") != "answered" for r in unans) / (len(unans) or 1), 3
+            sum(r.get("verdict") == "not_in_book" for r in unans) / (len(unans) or 1), 3
         )
         report["invalid_citations"] = sum(r.get("invalid_citations", 0) for r in rows)
         cal = calibrate_threshold([(r["confidence"], r["answerable"]) for r in rows if "confidence" in r])
@@ -276,11 +297,17 @@ def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answ
     return report
 
 
-def run_gold(shelf: Path, gold_path: Path, answer: bool = True, limit: int = 0) -> dict[str, Any]:
+def run_gold(
+    shelf: Path, gold_path: Path, answer: bool = True, limit: int = 0, games: list[str] | None = None
+) -> dict[str, Any]:
+    """Every gold question (of ``games`` only, when given, with only their books ingested) asked through the
+    real mesh."""
     gold = load_gold(gold_path)
+    if games:
+        gold = [q for q in gold if q["game"] in games]
     if limit:
         gold = gold[:limit]
-    ingest = ensure_shelf(shelf)
+    ingest = ensure_shelf(shelf, games)
     url = db.database_url()
     cov, misses = coverage(url, gold)
     with mesh():

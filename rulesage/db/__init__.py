@@ -20,7 +20,7 @@ from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import AsyncConnectionPool
 
 from rulesage.config import state_dir
 
@@ -184,23 +184,6 @@ def async_pool(
         check=recent.check,
         reset=recent.reset,
         reconnect_timeout=300,
-        timeout=10,
-        kwargs={"connect_timeout": 5},
-    )
-
-
-def sync_pool(url: str, min_size: int = 1, max_size: int = 4) -> ConnectionPool:
-    def _configure(conn: psycopg.Connection) -> None:
-        register_vector(conn)
-        conn.autocommit = True
-
-    return ConnectionPool(
-        url,
-        min_size=min_size,
-        max_size=max_size,
-        open=False,
-        configure=_configure,
-        check=ConnectionPool.check_connection,
         timeout=10,
         kwargs={"connect_timeout": 5},
     )

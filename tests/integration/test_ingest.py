@@ -319,10 +319,6 @@ def test_a_new_embedding_model_reembeds_everything(db: str, tmp_path: Path) -> N
     ) == [(0,)]
 
 
-@pytest.mark.skipif(
-    not Path(__file__).resolve().parents[2].joinpath("rulesage/ingest/extract/markup.py").exists(),
-    reason="markup extractor (rulesage.ingest.extract.markup) has not landed yet",
-)
 def test_real_parser_small_md_and_xml_shelf(db: str, tmp_path: Path) -> None:
     (tmp_path / "rules.md").write_text(RULES_V1)
     (tmp_path / "glossary.xml").write_text(

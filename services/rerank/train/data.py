@@ -5,7 +5,7 @@ Sources:
   game, doc, page, quote, question). Positive = the live passage of that document that holds the quote
   (rulesage.core.text.supports, page span preferred).
 - ``pseudo``: structure pseudo-queries: a passage's nearest heading as the query, that passage as the
-  positive (the notes say these alone teach a heading matcher; they are off unless asked for).
+  positive (alone they taught a heading matcher, docs/RERANKER-NOTES; they are off unless asked for).
 
 Hard negatives: the stand-in election's top candidates (Postgres full-text + dense cosine over the same
 family, RRF) that do not hold the quote. Questions whose quote overlaps a gold question's evidence, or whose

