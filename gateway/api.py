@@ -27,6 +27,7 @@ from gateway.context import (
     session_id,
 )
 from rulesage import rulings
+from rulesage.core.models import RulingPublic
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api")
@@ -34,7 +35,9 @@ router = APIRouter(prefix="/api")
 
 class AskBody(BaseModel):
     game: str = Field(max_length=200, description="The game's slug, from GET /api/games.")
-    question: str = Field(max_length=20_000, description="The rules question (at most 500 characters).")
+    question: str = Field(
+        max_length=20_000, description="The rules question (at most 1,500 characters by default)."
+    )
 
 
 class RatingBody(BaseModel):
@@ -135,7 +138,11 @@ async def _search_then_answer(c: Ctx, road: Any, game: str, question: str) -> As
     yield _event("ruling", {"id": ruling["id"], "url": f"/rulings/{ruling['id']}"})
 
 
-@router.get("/rulings/{rid}", summary="One ruling: answer, citations, passages, wrench, rating")
+@router.get(
+    "/rulings/{rid}",
+    summary="One ruling: answer, citations, passages, wrench, rating",
+    response_model=RulingPublic,
+)
 async def get_ruling(request: Request, rid: str) -> dict[str, Any]:
 
     c = ctx(request)

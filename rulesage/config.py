@@ -13,6 +13,8 @@ from typing import TypeVar
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rulesage.core.questions import MAX_QUESTION_CHARS
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -54,7 +56,7 @@ class CommonSettings(BaseSettings):
     rulesage_log_level: str = "INFO"
     # Seconds a service waits for in-flight calls after SIGTERM before it stops.
     rulesage_grace_s: float = 5.0
-    rulesage_max_question_chars: int = 500
+    rulesage_max_question_chars: int = MAX_QUESTION_CHARS
     # Prometheus metrics port for this process; 0 disables the endpoint.
     rulesage_metrics_port: int = 0
 

@@ -20,7 +20,7 @@ from rulesage.catalog import Catalog
 from rulesage.config import CommonSettings, load
 from rulesage.core import rrf
 from rulesage.core.deal import KEEP, deal
-from rulesage.core.models import StageState
+from rulesage.core.models import Ruling, StageState
 from rulesage.core.questions import BadQuestion, clean_question
 from rulesage.v1 import (
     answer_pb2,
@@ -260,6 +260,7 @@ class Road:
             "models": out.models,
             "trace_id": out.trace_id,
         }
+        Ruling.model_validate(ruling)  # the one schema (rulesage.core.models): a renamed key fails here
         if not store:
             return ruling
         async with self.pool.connection() as conn:

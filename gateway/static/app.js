@@ -5,7 +5,7 @@
   // Character counter under the question box.
   document.querySelectorAll("textarea[data-counter]").forEach(function (box) {
     var out = document.getElementById(box.getAttribute("data-counter"));
-    var max = parseInt(box.getAttribute("maxlength"), 10) || 500;
+    var max = parseInt(box.getAttribute("maxlength"), 10) || 1500;
     function update() {
       out.textContent = box.value.length + "/" + max;
       out.classList.toggle("over", box.value.length >= max);

@@ -150,3 +150,29 @@ class Ruling(_Model):
     public_state: str | None = None
     public_reason: str | None = None
     created_at: Any = None
+
+
+class Rating(_Model):
+    mean: float  # Bayesian-smoothed: (2.0 * 3 + sum) / (3 + count)
+    count: int
+    sum: int
+
+
+class WrenchDerived(_Model):
+    """What the page derives from the stored wrench at read time (never stored: an old ruling is judged by
+    the arithmetic of its own ask)."""
+
+    voted: list[str]
+    ceiling: float
+    ceiling_formula: str
+    top_fused: float | None
+    above_ceiling: bool
+    trace_link: str
+
+
+class RulingPublic(Ruling):
+    """A stored ruling as the API serves it."""
+
+    id: str
+    rating: Rating
+    wrench_derived: WrenchDerived

@@ -13,7 +13,12 @@ class BadQuestion(ValueError):
     """The question cannot be asked as it stands; the message is fit to show the player."""
 
 
-def clean_question(raw: str, max_chars: int = 500) -> str:
+# Real forum posts run to a median of 40 words and sometimes past 150 (the situation told first, then the
+# questions): the cap refuses only what no player writes.
+MAX_QUESTION_CHARS = 1500
+
+
+def clean_question(raw: str, max_chars: int = MAX_QUESTION_CHARS) -> str:
     """Strip control characters and outer white space; refuse an empty or over-long question."""
     text = unicodedata.normalize("NFC", _CONTROL.sub(" ", raw or "")).strip()
     if not any(unicodedata.category(ch)[0] not in "CZ" for ch in text):  # only invisible characters

@@ -59,3 +59,32 @@ def fuse(lists: Mapping[str, Sequence[int]], k: int = K, limit: int = LIMIT) -> 
         entry.score = sum(1.0 / (k + r) for _, r in sorted(entry.ranks.items()))
     ordered = sorted(table.values(), key=lambda f: (-f.score, f.best_rank, f.passage_id))
     return ordered[:limit]
+
+
+def echoes(lists: Mapping[str, Sequence[int]], slack: int = 2) -> dict[str, str]:
+    """Lists that only repeat another list: {echo: the list it repeats}.
+
+    A list repeats another when every one of its passages stands in the other's first ``len + slack``
+    places, in the same order: it brings no candidate and no ordering of its own (the aisle over a one-book
+    family re-ranks the dense arm's own top candidates, for one). Such a list is not a second opinion and
+    should not cast a second ballot. Of two lists that repeat each other, the later one is the echo.
+    """
+    out: dict[str, str] = {}
+    names = list(lists)
+    for b in names:
+        ids = list(dict.fromkeys(lists[b]))
+        if not ids:
+            continue
+        for a in names:
+            if a == b or a in out or (b, a) in out.items():
+                continue
+            head = list(dict.fromkeys(lists[a]))[: len(ids) + slack]
+            if not set(ids) <= set(head):
+                continue
+            if [i for i in head if i in set(ids)] != ids:
+                continue
+            if len(lists[a]) == len(lists[b]) and names.index(a) > names.index(b):
+                continue  # identical lists: the earlier one keeps its ballot
+            out[b] = a
+            break
+    return out

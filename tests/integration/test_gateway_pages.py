@@ -73,7 +73,7 @@ def test_shelf_lists_and_filters_games(client: TestClient) -> None:
 def test_game_page_has_the_ask_box_and_books(client: TestClient) -> None:
     page = client.get("/games/catan")
     assert page.status_code == 200
-    assert 'action="/games/catan/ask"' in page.text and 'maxlength="500"' in page.text
+    assert 'action="/games/catan/ask"' in page.text and 'maxlength="1500"' in page.text
     assert re.search(r'name="csrf" value="[0-9a-f]{64}"', page.text)
     assert "Catan rulebook" in page.text
     assert client.get("/games/no-such-game").status_code == 404

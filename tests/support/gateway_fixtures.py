@@ -160,7 +160,7 @@ def sample_ruling(**overrides: Any) -> dict[str, Any]:
             "guarantees_fired": ["rulebook top passage kept"],
             "rerank": {"state": "ok", "detail": "", "model": "minilm-l6-rerank"},
             "answer": {"state": "ok", "detail": "", "attempts": 1, "rejections": []},
-            "aliases": [{"alias": "free attack", "term": "opportunity attack"}],
+            "aliases": ["free attack -> opportunity attack"],
             "candidates": [
                 {k: p[k] for k in ("id", "fused_score", "ranks", "rerank_score")} for p in passages
             ],

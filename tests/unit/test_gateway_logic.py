@@ -175,3 +175,11 @@ def test_found_passages_reads_the_roads_search_outcome() -> None:
     assert (found[0]["page_start"], found[0]["page_end"]) == (3, 4)
     assert found[1]["doc_title"] == "other" and found[1]["excerpt"] == "short"
     assert asking.search_span_ms(outcome) == 88.0
+
+
+def test_the_sample_ruling_the_page_tests_use_is_a_valid_ruling() -> None:
+    from rulesage.core.models import Ruling
+    from tests.support.gateway_fixtures import sample_ruling
+
+    ruling = Ruling.model_validate(sample_ruling())
+    assert ruling.wrench.arms and all(a.state for a in ruling.wrench.arms)

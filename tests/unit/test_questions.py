@@ -12,7 +12,7 @@ def test_empty_and_blank_questions_are_refused() -> None:
 
 
 def test_over_long_question_names_the_limit() -> None:
-    with pytest.raises(BadQuestion, match="10,000 characters long; the limit is 500"):
+    with pytest.raises(BadQuestion, match="10,000 characters long; the limit is 1,500"):
         clean_question("x" * 10_000)
 
 

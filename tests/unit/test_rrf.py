@@ -64,3 +64,16 @@ def test_no_score_exceeds_the_ceiling(ls: dict[str, list[int]]) -> None:
     for f in rrf.fuse(ls):
         assert f.score <= rrf.ceiling(voted) + 1e-12
         assert all(r >= 1 for r in f.ranks.values())
+
+
+def test_a_list_that_only_repeats_another_is_an_echo() -> None:
+    dense = list(range(1, 81))
+    assert rrf.echoes({"dense": dense, "aisle": dense[:8]}) == {"aisle": "dense"}
+    # a near-prefix within the slack, same order: still an echo
+    assert rrf.echoes({"dense": dense, "aisle": [1, 2, 4, 5, 6, 7, 8, 9]}) == {"aisle": "dense"}
+    # its own order, or a candidate the other did not bring: a real second opinion
+    assert rrf.echoes({"dense": dense, "aisle": [2, 1, 3, 4, 5, 6, 7, 8]}) == {}
+    assert rrf.echoes({"dense": dense, "aisle": [1, 2, 3, 4, 5, 6, 7, 500]}) == {}
+    assert rrf.echoes({"lexical": [5, 9, 2], "dense": dense}) == {}
+    # two identical lists: the later one is the echo, never both
+    assert rrf.echoes({"a": [1, 2, 3], "b": [1, 2, 3]}) == {"b": "a"}

@@ -1,15 +1,19 @@
 """Training groups for the reranker: a question, its positive passage and hard negatives.
 
 Sources:
-- ``questions``: player-style questions written by helpers from the books (data/reranker/questions-*.jsonl:
-  game, doc, page, quote, question). Positive = the live passage of that document that holds the quote
-  (rulesage.core.text.supports, page span preferred).
+- ``questions``: player-style questions (data/reranker/questions-*.jsonl: game, doc, page, quote or rule,
+  question, source). Each row's ``source`` is its provenance: ``written`` (by hand, from the books) or the URL
+  of the public Q&A post it was taken from. Positive = the live passage of that document that holds the quote
+  (rulesage.core.text.supports, page span preferred), or for a numbered rulebook whose words may not be
+  copied (the MTG Comprehensive Rules), the rule row that prints the named rule. Rows marked
+  ``answerable: false`` (the book is silent) are not relevance pairs and are skipped here.
 - ``pseudo``: structure pseudo-queries: a passage's nearest heading as the query, that passage as the
   positive (alone they taught a heading matcher, docs/RERANKER-NOTES; they are off unless asked for).
 
 Hard negatives: the stand-in election's top candidates (Postgres full-text + dense cosine over the same
-family, RRF) that do not hold the quote. Questions whose quote overlaps a gold question's evidence, or whose
-text is a gold question's, are dropped: training pairs never come from the gold questions.
+family, RRF) that do not hold the quote. The guard reads every file of the shared evaluation folder and drops
+a row whose text is an evaluation question, whose quote overlaps an evaluation quote, whose rule is an
+evaluation rule, or whose source is an evaluation source; it refuses to run when that folder is missing.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ from rulesage.core.text import normalise, supports
 from services.rerank.train.pool import FamilyIndex
 
 log = logging.getLogger(__name__)
-GOLD = shared_dir() / "eval" / "gold-dev.jsonl"
+EVAL_DIR = shared_dir() / "eval"
+GOLD = EVAL_DIR / "gold-dev.jsonl"
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,8 @@ class Question:
     quote: str
     question: str
     source: str  # 'questions' | 'pseudo'
+    rule: str = ""  # instead of a quote: the numbered rule that decides it (MTG)
+    provenance: str = "written"  # 'written', or the URL of the public post the question came from
 
 
 @dataclass
@@ -65,33 +72,79 @@ def load_questions(pattern: str) -> list[Question]:
             if not line.strip():
                 continue
             d = json.loads(line)
-            if d.get("question") and d.get("quote") and d.get("doc"):
-                q = Question(d["game"], d["doc"], d.get("page"), d["quote"], d["question"], "questions")
-                out.append(q)
+            if d.get("answerable") is False or not (d.get("question") and d.get("doc")):
+                continue
+            if d.get("quote") or d.get("rule"):
+                out.append(
+                    Question(
+                        d["game"],
+                        d["doc"],
+                        d.get("page"),
+                        d.get("quote") or "",
+                        d["question"],
+                        "questions",
+                        rule=d.get("rule") or "",
+                        provenance=d.get("source") or "written",
+                    )
+                )
     return out
 
 
-def gold_guard(path: Path = GOLD) -> tuple[set[str], list[str]]:
-    """Normalised gold questions and gold evidence quotes (to keep them out of training)."""
-    questions, quotes = set(), []
-    if path.exists():
+class MissingEvaluation(RuntimeError):
+    """The shared evaluation folder is not where the guard looks: training would not know what to avoid."""
+
+
+@dataclass
+class Guard:
+    questions: set[str]
+    quotes: list[str]
+    rules: set[str]
+    sources: set[str]
+
+    def touches(self, q: Question) -> bool:
+        if normalise(q.question) in self.questions or (
+            q.provenance != "written" and q.provenance in self.sources
+        ):
+            return True
+        if q.rule:
+            return q.rule in self.rules or q.rule.rstrip("abcdefghijklmnopqrstuvwxyz") in self.rules
+        mine = normalise(q.quote)
+        return any(
+            g in mine or mine in g or supports(q.quote, g) or supports(g, q.quote) for g in self.quotes
+        )
+
+
+def eval_guard(folder: Path = EVAL_DIR) -> Guard:
+    """Every question, evidence quote, rule and source of every .jsonl file under the evaluation folder."""
+    files = sorted(folder.rglob("*.jsonl")) if folder.is_dir() else []
+    if not files:
+        raise MissingEvaluation(
+            f"no evaluation files under {folder}: the guard that keeps them out of training cannot run"
+            " (set RULESAGE_SHARED to the folder holding eval/)"
+        )
+    guard = Guard(set(), [], set(), set())
+    for path in files:
         for line in path.read_text().splitlines():
+            if not line.strip():
+                continue
             d = json.loads(line)
-            questions.add(normalise(d["question"]))
-            quotes += [normalise(e["quote"]) for e in d.get("evidence", [])]
-    return questions, quotes
-
-
-def touches_gold(q: Question, gold_questions: set[str], gold_quotes: list[str]) -> bool:
-    if normalise(q.question) in gold_questions:
-        return True
-    mine = normalise(q.quote)
-    return any(g in mine or mine in g or supports(q.quote, g) or supports(g, q.quote) for g in gold_quotes)
+            text = d.get("question") or d.get("text")
+            if isinstance(text, str):
+                guard.questions.add(normalise(text))
+            if isinstance(d.get("source"), str):
+                guard.sources.add(d["source"])
+            for e in d.get("evidence") or []:
+                if e.get("quote"):
+                    guard.quotes.append(normalise(e["quote"]))
+                if e.get("rule"):
+                    rule = str(e["rule"])
+                    guard.rules.update({rule, rule.rstrip("abcdefghijklmnopqrstuvwxyz")})
+    return guard
 
 
 def split_of(q: Question, val_share: float) -> str:
     """Held-out by quote (questions on one quote never straddle the split), stable across runs."""
-    h = int(hashlib.sha256(f"{q.doc}|{normalise(q.quote)}".encode()).hexdigest()[:8], 16)
+    h = int(hashlib.sha256(f"{q.doc}|{normalise(q.quote or q.rule)}".encode()).hexdigest()[:8], 16)
     return "val" if h / 0xFFFFFFFF < val_share else "train"
 
 
@@ -103,6 +156,11 @@ def family_ids(conn: psycopg.Connection) -> dict[str, int]:
 
 
 def positive_of(index: FamilyIndex, q: Question) -> tuple[int | None, set[int]]:
+    if q.rule:  # the rule row prints the rule and its lettered sub-rules
+        rule = q.rule.rstrip(".")
+        parent = rule.rstrip("abcdefghijklmnopqrstuvwxyz")
+        rows = [i for i, p in enumerate(index.passages) if p.doc_key == q.doc and p.rule_id in (rule, parent)]
+        return (rows[0] if rows else None), set(rows)
     supporters = {i for i, p in enumerate(index.passages) if p.doc_key == q.doc and supports(p.text, q.quote)}
     if not supporters:
         return None, supporters
@@ -146,7 +204,7 @@ def build_groups(
     rng = random.Random(seed)
     counts: Counter[str] = Counter()
     fams = family_ids(conn)
-    gold_q, gold_quotes = gold_guard()
+    guard = eval_guard()
     indexes: dict[int, FamilyIndex] = {}
     todo: list[tuple[Question, int, int, set[int]]] = []
     for q in questions:
@@ -154,8 +212,8 @@ def build_groups(
         if fam is None:
             counts["no-family-in-db"] += 1
             continue
-        if touches_gold(q, gold_q, gold_quotes):
-            counts["dropped-gold-overlap"] += 1
+        if guard.touches(q):
+            counts["dropped-eval-overlap"] += 1
             continue
         if fam not in indexes:
             indexes[fam] = FamilyIndex(conn, fam)
@@ -163,6 +221,7 @@ def build_groups(
         if pos is None:
             counts["no-passage-holds-quote"] += 1
             continue
+        counts["provenance-" + ("written" if q.provenance == "written" else "public-qa")] += 1
         todo.append((q, fam, pos, supporters))
     if pseudo:
         per_family = max(pseudo // max(len(indexes), 1), 1)

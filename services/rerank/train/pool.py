@@ -28,6 +28,7 @@ class Passage:
     page_start: int
     page_end: int
     heading_path: tuple[str, ...]
+    rule_id: str = ""  # numbered rulebooks: the rule this row prints ("702.19")
 
 
 class FamilyIndex:
@@ -36,14 +37,16 @@ class FamilyIndex:
     def __init__(self, conn: psycopg.Connection, family_id: int) -> None:
         rows = conn.execute(
             "SELECT p.id, d.key, d.kind, coalesce(g.slug, ''), p.text, coalesce(p.page_start, 0),"
-            " coalesce(p.page_end, 0), p.heading_path, p.embedding"
+            " coalesce(p.page_end, 0), p.heading_path, p.embedding, coalesce(p.rule_id, '')"
             " FROM live_passages p JOIN documents d ON d.id = p.document_id"
             " LEFT JOIN games g ON g.id = d.game_id"
             " WHERE p.family_id = %s AND p.embedding IS NOT NULL ORDER BY p.id",
             (family_id,),
         ).fetchall()
         self.family_id = family_id
-        self.passages = [Passage(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(r[7] or ())) for r in rows]
+        self.passages = [
+            Passage(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(r[7] or ()), r[9]) for r in rows
+        ]
         self.position = {p.id: i for i, p in enumerate(self.passages)}
         self.vectors = (
             np.stack([np.asarray(r[8].to_numpy(), dtype=np.float32) for r in rows])

@@ -1,0 +1,73 @@
+"""The guard that keeps every evaluation file out of the reranker's training data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from services.rerank.train.data import MissingEvaluation, Question, eval_guard, load_questions
+
+
+def _q(question: str, quote: str = "", rule: str = "", provenance: str = "written") -> Question:
+    return Question("g", "d", None, quote, question, "questions", rule=rule, provenance=provenance)
+
+
+def test_the_guard_refuses_to_run_without_the_evaluation_folder(tmp_path: Path) -> None:
+    with pytest.raises(MissingEvaluation, match="cannot run"):
+        eval_guard(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(MissingEvaluation):
+        eval_guard(tmp_path / "empty")
+
+
+def test_the_guard_reads_every_file_and_every_kind_of_overlap(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.jsonl").write_text(
+        json.dumps(
+            {
+                "question": "Can my rogue sneak attack?",
+                "evidence": [{"quote": "The attack must use a finesse or a ranged weapon."}],
+            }
+        )
+        + "\n"
+    )
+    (tmp_path / "sub" / "b.jsonl").write_text(
+        json.dumps(
+            {
+                "question": "trample?",
+                "source": "https://example.org/q/1",
+                "evidence": [{"rule": "702.19c", "quote": "x"}],
+            }
+        )
+        + "\n"
+    )
+    guard = eval_guard(tmp_path)
+    assert guard.touches(_q("can my  ROGUE sneak attack?"))  # same question after normalising
+    assert guard.touches(_q("other", quote="the attack must use a finesse or a ranged weapon."))
+    assert guard.touches(_q("other", rule="702.19b"))  # the same rule's family
+    assert guard.touches(_q("other words", quote="q", provenance="https://example.org/q/1"))
+    assert not guard.touches(_q("how far can I move?", quote="You can move up to your speed on your turn."))
+    assert not guard.touches(_q("what is ward?", rule="702.21a"))
+
+
+def test_rows_load_with_their_provenance_and_silent_rows_are_skipped(tmp_path: Path) -> None:
+    rows = [
+        {
+            "game": "mtg",
+            "doc": "mtg-cr",
+            "rule": "702.19b",
+            "question": "trample over a chump?",
+            "source": "written",
+        },
+        {"game": "g", "doc": "d", "quote": "q words", "question": "x?", "source": "https://example.org/q/2"},
+        {"game": "g", "doc": "d", "answerable": False, "question": "silent?", "source": "written"},
+    ]
+    path = tmp_path / "questions-x.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    loaded = load_questions(str(tmp_path / "questions-*.jsonl"))
+    assert [(q.rule, q.provenance) for q in loaded] == [
+        ("702.19b", "written"),
+        ("", "https://example.org/q/2"),
+    ]
