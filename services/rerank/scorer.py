@@ -52,6 +52,7 @@ class RuntimeOptions:
     threads: int = 0  # 0: every core
     max_tokens: int = 256  # word pieces of a window, [CLS] and [SEP] included
     batch: int = 16  # rows per forward pass of the interim scorer (the trained one reads one window per run)
+    question_tokens: int = 0  # word pieces of the question; 0: the model's own (reranker.json)
 
 
 def sha256_file(path: Path) -> str:
@@ -134,7 +135,8 @@ class Tokens:
         self.question_tokens = question_tokens
 
     def question(self, text: str) -> list[int]:
-        body = self.tokenizer.encode(text, add_special_tokens=False).ids[: self.question_tokens - 2]
+        """A long post is cut head + tail, as a window is: players tell the situation first and ask last."""
+        body = head_tail(self.tokenizer.encode(text, add_special_tokens=False).ids, self.question_tokens - 2)
         return [CLS, *body, SEP]
 
     def windows(self, passages: Sequence[str]) -> list[list[int]]:
@@ -198,7 +200,9 @@ class TrainedScorer:
 
         cfg = model_config(path)
         max_tokens = window_tokens(path, opts, cfg)
-        self.tokens = Tokens(max_tokens, int(cfg.get("question_tokens", QUESTION_TOKENS)))
+        self.tokens = Tokens(
+            max_tokens, opts.question_tokens or int(cfg.get("question_tokens", QUESTION_TOKENS))
+        )
         graph = Extractor(onnx.load(str(path)))
         encoder = graph.extract_model(
             ["input_ids", "attention_mask", "token_type_ids"], ["last_hidden_state"]

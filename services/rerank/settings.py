@@ -22,6 +22,9 @@ class RerankSettings(CommonSettings):
     # MiniLM reads at most 512.
     rulesage_rerank_max_tokens: int = Field(256, ge=16, le=512)
     rulesage_rerank_batch: int = Field(16, ge=1)
+    # Word pieces of the question the model reads ([CLS]/[SEP] included); 0: the model's own
+    # (reranker.json). A longer post is cut head + tail.
+    rulesage_rerank_question_tokens: int = Field(0, ge=0, le=512)
     # Requests scoring at once, and requests allowed to wait for a slot before RESOURCE_EXHAUSTED.
     rulesage_rerank_concurrency: int = Field(1, ge=1)
     rulesage_rerank_max_queue: int = Field(4, ge=0)

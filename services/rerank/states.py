@@ -135,6 +135,7 @@ def draw_missing(url: str, progress: bool = False) -> int:
         threads=s.rulesage_rerank_threads,
         max_tokens=s.rulesage_rerank_max_tokens,
         batch=s.rulesage_rerank_batch,
+        question_tokens=s.rulesage_rerank_question_tokens,
     )
     key = states_key(path, window_tokens(path, opts))
     with psycopg.connect(url, autocommit=True) as conn:

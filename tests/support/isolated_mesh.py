@@ -67,8 +67,8 @@ class IsolatedMesh:
         return str(info.get_uri("postgres"))
 
 
-@contextmanager
-def isolated_mesh(tmp: Path, shelf: Path, **extra_env: str) -> Iterator[IsolatedMesh]:
+def isolated_env(tmp: Path, shelf: Path, **extra_env: str) -> IsolatedMesh:
+    """A state folder of its own, free ports and the given shelf as the demo shelf; nothing started."""
     state = tmp / "state"
     state.mkdir(parents=True, exist_ok=True)
     base = free_block(9)
@@ -85,7 +85,13 @@ def isolated_mesh(tmp: Path, shelf: Path, **extra_env: str) -> Iterator[Isolated
         "RULESAGE_DEMO_SHELF": str(shelf),
         **extra_env,
     }
-    mesh = IsolatedMesh(env, base, state)
+    return IsolatedMesh(env, base, state)
+
+
+@contextmanager
+def isolated_mesh(tmp: Path, shelf: Path, **extra_env: str) -> Iterator[IsolatedMesh]:
+    """``rulesage up --detach`` in an isolated environment, ``rulesage down`` afterwards."""
+    mesh = isolated_env(tmp, shelf, **extra_env)
     up = mesh.cli("up", "--detach")
     try:
         assert up.returncode == 0, up.stdout + up.stderr

@@ -22,11 +22,18 @@ def encoder_path(variant: str) -> Path:
 
 
 class FeatureCache:
-    def __init__(self, max_tokens: int, variant: str = "int8", batch: int = 16, threads: int = 2) -> None:
+    def __init__(
+        self,
+        max_tokens: int,
+        variant: str = "int8",
+        batch: int = 16,
+        threads: int = 2,
+        question_tokens: int = 128,
+    ) -> None:
         from services.rerank.scorer import RuntimeOptions, session
 
         self.session = session(encoder_path(variant), RuntimeOptions(threads=threads))
-        self.tokens = Tokens(max_tokens)
+        self.tokens = Tokens(max_tokens, question_tokens)
         self.batch = batch
         self.windows: dict[tuple[int, int], np.ndarray] = {}  # (family, position) -> (L, 384) float16
 

@@ -43,6 +43,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--hidden", type=int, default=128, help="the head's hidden width")
     p.add_argument("--max-tokens", type=int, default=256, help="window word pieces ([CLS]/[SEP] included)")
     p.add_argument(
+        "--question-tokens",
+        type=int,
+        default=128,
+        help="question word pieces; a long post is cut head + tail",
+    )
+    p.add_argument(
         "--encoder", choices=["int8", "fp32"], default="int8", help="encoder of the training states"
     )
     p.add_argument("--threads", type=int, default=2)
@@ -73,7 +79,9 @@ class Trainer:
         self.args = args
         self.groups = groups
         self.indexes = indexes
-        self.cache = FeatureCache(args.max_tokens, args.encoder, threads=args.threads)
+        self.cache = FeatureCache(
+            args.max_tokens, args.encoder, threads=args.threads, question_tokens=args.question_tokens
+        )
         t0 = time.perf_counter()
         for g in groups:
             index = indexes[g.family_id]
@@ -236,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     merge(encoder_path("int8"), work / "head.onnx", work / "reranker-int8.onnx")
     config = {
         "max_window_tokens": args.max_tokens,
-        "question_tokens": 64,
+        "question_tokens": args.question_tokens,
         "encoder": "minilm-l6-v2-int8.onnx (rulesage.embed export)",
         "head_trained_on": f"minilm-l6-v2-{args.encoder} token states",
         "inputs": ["input_ids", "attention_mask", "token_type_ids"],
