@@ -1,4 +1,5 @@
-"""The `rulesage` command line: up, down, status, migrate, ingest, ask, eval, bench, serve, train-reranker."""
+"""The `rulesage` command line: up, down, status, migrate, ingest, ask, eval, bench, doorman-exam, serve,
+train-reranker."""
 
 from __future__ import annotations
 
@@ -137,6 +138,25 @@ def cmd_bench(ns: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doorman_exam(ns: argparse.Namespace) -> int:
+    from services.doorman import classifier, exam
+    from services.doorman.server import DoormanService
+
+    service = (
+        DoormanService()
+    )  # the screening the service runs, from the same settings (judge off unless set)
+    classifier.warm()
+    path = Path(ns.exam) if ns.exam else exam.DEFAULT_EXAM
+    report = exam.run(service.screener, path)
+    if ns.write_report:
+        exam.write_report(report, Path(ns.write_report) if ns.write_report != "-" else exam.REPORT_PATH)
+    if ns.json:
+        _print_json(report)
+    else:
+        print(exam.text(report))
+    return 0 if report["passed"] else 1
+
+
 def cmd_serve(ns: argparse.Namespace) -> int:
     module = "gateway" if ns.name == "gateway" else f"services.{ns.name}"
     runpy.run_module(module, run_name="__main__", alter_sys=True)
@@ -189,6 +209,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--rounds", type=int, default=1)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_bench)
+
+    s = sub.add_parser("doorman-exam", help="the doorman sits its exam: a table per class and five gates")
+    s.add_argument("--exam", help="a labelled exam (.jsonl); default data/doorman/exam.jsonl")
+    s.add_argument("--json", action="store_true", help="print only the JSON report")
+    s.add_argument(
+        "--write-report",
+        nargs="?",
+        const="-",
+        metavar="PATH",
+        help="also store the report (default services/doorman/exam_report.json, shown on /about/doorman)",
+    )
+    s.set_defaults(func=cmd_doorman_exam)
 
     s = sub.add_parser("serve", help="run one service in the foreground (what each container runs)")
     s.add_argument("name", choices=SERVABLE)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.doorman.judge import Judge
-from services.doorman.rules import DEFAULT_MAX_CHARS, Decision, Verdict, screen_rules
+from services.doorman.rules import DEFAULT_MAX_CHARS, Decision, Verdict, classifier_text, screen_rules
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,8 @@ class Screener:
 
         t0 = time.perf_counter()
         checks.append("profanity-check")
-        prob = await asyncio.to_thread(self.classifier, text)
+        read = classifier_text(text)
+        prob = await asyncio.to_thread(self.classifier, read)
         timings.append(("doorman.profanity", _ms(t0)))
         if not 0.0 <= prob <= 1.0:
             return Verdict(Decision.HOLD, f"profanity classifier returned {prob!r}", checks)
