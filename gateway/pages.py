@@ -160,12 +160,12 @@ async def login(
     _admin(c, request)
     _csrf_or_403(c, request, csrf)
     client = client_address(request)
-    blocked = c.login_limiter.peek(client)
+    blocked = await c.login_limiter.peek(client)
     if not blocked.allowed:  # checked before the token: a right guess past the limit does not get in
         message = f"Too many wrong tokens. Try again in {blocked.retry_after_s} seconds."
         return render(request, "login.html", status=429, error=message)
     if not c.guard.token_ok(token):
-        c.login_limiter.hit(client)
+        await c.login_limiter.hit(client)
         return render(request, "login.html", status=401, error="That token is not right.")
     response = _see_other("/admin/queue")
     response.set_cookie(
