@@ -12,6 +12,7 @@ from starlette.responses import Response
 from gateway import shelf, wrench
 from gateway.context import AskError, Ctx, ask, check_ask, client_address, ctx, render, session_id
 from gateway.security import ADMIN_COOKIE
+from gateway.wrench import doorman_report
 from rulesage import rulings
 
 router = APIRouter(include_in_schema=False)
@@ -129,6 +130,14 @@ async def wall_page(request: Request, page: Annotated[int, Query(ge=1, le=100_00
         items = await rulings.wall(conn, limit=size, offset=(page - 1) * size)
     pages = max(1, math.ceil(total / size))
     return render(request, "wall.html", rulings=items, page=page, pages=pages, total=total)
+
+
+@router.get("/about/doorman")
+async def about_doorman(request: Request) -> Response:
+    c = ctx(request)
+    async with c.pool.connection() as conn:
+        latest = await rulings.latest_doorman(conn)
+    return render(request, "about_doorman.html", report=doorman_report(), latest=latest)
 
 
 # The review queue --------------------------------------------------------------------------------------

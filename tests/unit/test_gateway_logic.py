@@ -178,3 +178,13 @@ def test_found_passages_reads_the_roads_search_outcome() -> None:
     assert (
         asking.found_passages({"passages": [{"id": 1, "text": "t", "doc_title": "B"}]})[0]["doc_title"] == "B"
     )
+
+
+def test_trusted_proxies_are_addresses_or_cidrs_never_everyone() -> None:
+    from gateway.settings import GatewaySettings, check
+    from rulesage.config import ConfigError
+
+    check(GatewaySettings(rulesage_forwarded_allow_ips="127.0.0.1, 10.244.0.0/16,fd00::/8"))
+    for bad in ("*", "ingress-nginx", "10.0.0.0/33"):
+        with pytest.raises(ConfigError, match="RULESAGE_FORWARDED_ALLOW_IPS"):
+            check(GatewaySettings(rulesage_forwarded_allow_ips=bad))
