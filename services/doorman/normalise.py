@@ -45,13 +45,15 @@ def plain(text: str, lookalikes: bool = True) -> str:
     return text.translate(_HOMOGLYPHS) if lookalikes else text
 
 
-def _join_spaced(text: str) -> str:
+def _join_spaced(text: str, keep_articles: bool = False) -> str:
     def join(m: re.Match[str]) -> str:
         run = m.group(1)
         sep = m.group("sep")
         parts = run.split(sep) if sep else [run]
         if not all(len(p) == 1 for p in parts):
             return run
+        if keep_articles and parts[0] in ("a", "i") and len(parts) >= 4:  # "such a c u n t move"
+            return parts[0] + " " + "".join(parts[1:])
         return "".join(parts)
 
     return _SPACED.sub(join, text)
@@ -63,9 +65,10 @@ def _unleet(token: str) -> str:
     return token.translate(_LEET)
 
 
-def unmasked(text: str) -> str:
-    """``plain``, spaced letters joined and leetspeak mapped: "F.U.C.K" -> "fuck", "1gn0r3" -> "ignore"."""
-    text = _join_spaced(plain(text))
+def unmasked(text: str, keep_articles: bool = False) -> str:
+    """``plain``, spaced letters joined and leetspeak mapped: "F.U.C.K" -> "fuck", "1gn0r3" -> "ignore".
+    ``keep_articles``: a spaced run led by "a" or "i" keeps that word apart ("a c u n t" -> "a cunt")."""
+    text = _join_spaced(plain(text), keep_articles)
     return _TOKEN.sub(lambda m: _unleet(m.group(0)), text)
 
 

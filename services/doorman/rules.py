@@ -96,7 +96,7 @@ _MARKUP = [
         "an SQL payload",
         _rx(
             r"(?:['\"`)]\s*|\b)(?:or|and)\s+['\"]?\w+['\"]?\s*(?:=|<>|!=|like)\s*['\"]?\w+"
-            r"|['\"`]\s*(?:;|--|\#|/\*)"
+            r"|['\"`]\s*(?:;|--|\#|/\*)|['\"`]\s*(?:or|and|\|\|)\s*['\"]*\w*['\"]*\s*(?:=|<>|!=|\blike\b)"
             r"|;\s*(?:drop|delete|insert|update|alter|truncate|create|exec|shutdown)\s+(?:table|from|into|database|\w+\s+set)?"
             r"|\bunion\s+(?:all\s+)?select\b|\bselect\s+[\w*,\s]+\s+from\s+\w+|\bdrop\s+table\b|\binformation_schema\b"
             r"|\bsleep\s*\(\s*\d+\s*\)|\bwaitfor\s+delay\b|\bxp_cmdshell\b|\bbenchmark\s*\("
@@ -133,8 +133,8 @@ def check_markup(text: str) -> str | None:
 
 _OVERRIDE = r"(?:ignore|ignoring|disregard|disregarding|forget|override|overrule|bypass|skip|abandon|discard|drop|neglect|erase|delete|cancel|nullify|void|stop\s+following|don'?t\s+follow|do\s+not\s+follow|pay\s+no\s+attention\s+to)"
 _PRIOR = r"(?:previous|prior|above|earlier|preceding|foregoing|former|initial|original|old|existing|system|hidden|default|given|current|standing|safety|all\s+(?:of\s+)?(?:the\s+|your\s+)?(?:previous|prior|above|earlier|preceding|other))"
-_ORDERS = r"(?:instructions?|prompts?|directions|directives?|guidelines?|programming|training|constraints|restrictions|filters?|guardrails?|polic(?:y|ies)|context|messages|commands|orders|settings|configuration|rules|moderation|safeguards|content\s+polic(?:y|ies))"
-_SECRET = r"(?:(?:your|the|its)\s+(?:initial|original|hidden|secret|system|first|starting|setup|opening|underlying|internal|base|real|full|exact|complete|previous|prior|above)\s+(?:instructions|prompt|message|messages|rules|directives|text|configuration|guidelines)|(?:your|the)\s+(?:api\s+keys?|password|credentials|access\s+tokens?|secret\s+keys?|tokens?|environment\s+variables|env\s+vars|config(?:uration)?\s+file|model\s+name|name\s+of\s+(?:your|the)\s+model)|system\s*prompt|initial\s+prompt|hidden\s+prompt|original\s+prompt|secret\s+prompt|pre-?prompt|meta\s*prompt|developer\s+(?:message|prompt|instructions)|system\s+(?:message|instructions)|hidden\s+instructions|secret\s+instructions|(?:your|the)\s+(?:prompt|instructions|rules\s+you\s+were\s+given|guidelines|configuration|setup\s+text)|(?:instructions|rules|text|words|prompt)\s+(?:you\s+were|you've\s+been|that\s+were)\s+given)"
+_ORDERS = r"(?:protocols?|measures|checks|mechanisms|instructions?|prompts?|directions|directives?|guidelines?|programming|training|constraints|restrictions|filters?|guardrails?|polic(?:y|ies)|context|messages|commands|orders|settings|configuration|rules|moderation|safeguards|content\s+polic(?:y|ies))"
+_SECRET = r"(?:(?:ur|yr)\s+(?:prompt|instructions|rules|system\s+prompt)|(?:your|the|its)\s+(?:initial|original|hidden|secret|system|first|starting|setup|opening|underlying|internal|base|real|full|exact|complete|previous|prior|above)\s+(?:instructions|prompt|message|messages|rules|directives|text|configuration|guidelines)|(?:your|the)\s+(?:api\s+keys?|password|credentials|access\s+tokens?|secret\s+keys?|tokens?|environment\s+variables|env\s+vars|config(?:uration)?\s+file|model\s+name|name\s+of\s+(?:your|the)\s+model)|system\s*prompt|initial\s+prompt|hidden\s+prompt|original\s+prompt|secret\s+prompt|pre-?prompt|meta\s*prompt|developer\s+(?:message|prompt|instructions)|system\s+(?:message|instructions)|hidden\s+instructions|secret\s+instructions|(?:your|the)\s+(?:prompt|instructions|rules\s+you\s+were\s+given|guidelines|configuration|setup\s+text)|(?:instructions|rules|text|words|prompt)\s+(?:you\s+were|you've\s+been|that\s+were)\s+given)"
 _INJECTION = [
     (
         "asks it to drop its instructions",
@@ -147,6 +147,9 @@ _INJECTION = [
             r"|\b(?:previous|prior|above|earlier)\s+(?:instructions|prompts?|directives)\s+(?:are|is)\s+(?:void|cancel+ed|null|obsolete|revoked|no\s+longer)"
             r"|\b(?:new|updated|revised|real|actual|true|override)\s+(?:system\s+)?(?:instructions?|prompt|directives?|orders|task)\s*[:\-]"
             r"|\binstead\s*,?\s+(?:you\s+(?:will|must|should)|do\s+the\s+following|follow\s+these)"
+            rf"|\b{_OVERRIDE}\s+(?:(?:the|all|any|every|those|these)\s+)?{_ORDERS}\s+(?:you\s+were|you'?ve\s+been|you\s+have\s+been|that\s+were|they)\s+(?:given|told|trained|programmed|set|fed)"
+            r"|\b(?:your\s+)?(?:rules|restrictions|filters|guidelines|policies|limits)\s+(?:don'?t|do\s+not|no\s+longer|won'?t)\s+apply\s+to\s+you"
+            r"|\b(?:uncensored|unfiltered|unrestricted|unmoderated)\s+(?:answer|reply|response|version|mode|output)|\b(?:post|publish|answer|reply|respond|say|print)\s+(?:this|it|that)?\s*(?:uncensored|unfiltered|unmoderated|without\s+(?:moderation|review|checking|filtering))"
         ),
     ),
     (
@@ -159,6 +162,8 @@ _INJECTION = [
             r"|\b(?:beginning|start)\s+of\s+(?:this|the|our)\s+(?:conversation|chat|prompt|context)"
             r"|\b(?:words|text|everything|lines?)\s+(?:above|before)\s+(?:this|my|the\s+first)\b"
             r"|\bsystem\s*prompt\b|\bprompt\s+(?:injection|leak)"
+            r"|\b(?:your|ur)\s+(?:developer|hidden|secret|initial|internal|original|system|pre-?set)\s+(?:prompt|instructions|message|rules|configuration)\b"
+            r"|\b(?:reveal|show|print|expose|leak|dump)\s+(?:the\s+|your\s+)?(?:hidden|secret|internal)\s+(?:rules|instructions|prompt|text|settings|configuration)\b"
         ),
     ),
     (
@@ -209,7 +214,9 @@ _INJECTION = [
         _rx(
             r"<\|?\s*(?:im_start|im_end|system|endoftext|eot_id|start_header_id|end_header_id|begin_of_text|user|assistant)\s*\|?>"
             r"|\[/?\s*(?:inst|sys|system|assistant|admin)\s*\]|<<\s*/?\s*sys\s*>>|\#{2,}\s*(?:system|instruction|instructions|assistant|user|response|new\s+task)\b"
-            r"|(?:^|[\n.!?]\s*)(?:system|assistant|developer|admin|root)\s*(?:message|prompt|note|override)?\s*[:>]\s*\S"
+            r"|(?:^|[\n.!?]\s*)(?:system|sys|assistant|developer|dev|admin|root|operator|moderator|mod)\s*(?:message|prompt|note|override)?\s*[:>]\s*\S"
+            r"|\bthe\s+user\s+(?:is|has\s+been|was)\s+(?:an?\s+)?(?:admin|administrator|developer|moderator|verified|trusted|authori[sz]ed|privileged|owner)"
+            r"|\b(?:publish|approve|clear|post|allow)\s+(?:everything|anything|all\s+(?:questions|posts|messages))\b"
             r"|\b(?:end|begin)\s+(?:of\s+)?(?:user|system)\s+(?:input|prompt|message|instructions)\b"
             r"|\[\s*(?:system|admin)\s+(?:message|note|override|notice)\s*\]"
         ),
@@ -441,6 +448,8 @@ _PROMO = [
             r"|\b(?:discord|telegram|whatsapp)\s+(?:server|group|channel|invite|link|code)\s*(?::|is|-)\s*\S"
             r"|\b(?:like\s+(?:and|&)\s+)?subscribe\s+(?:to\s+)?(?:my|our)\b|\bsmash\s+(?:that|the)\s+(?:like|subscribe)"
             r"|\b(?:discord|telegram)\s*(?:\.|dot)\s*(?:gg|me)\b|\bdiscord\s+gg\b"
+            r"|\bfree\s+(?:v-?bucks|robux|gift\s*cards?|skins|gems|diamonds|followers|steam\s+(?:keys|codes|wallet))|\b(?:v-?bucks|robux|gems|coins|followers|gift\s*card)\s+generator"
+            r"|\bno\s+(?:survey|human\s+verification)\b"
         ),
     ),
     (
@@ -525,7 +534,7 @@ def check_spam(text: str) -> str | None:
 
 # Strong cues: one is enough. Weak cues: two are needed (a rules question may mention "buy" or "price").
 _AD_STRONG = _rx(
-    r"\b(?:competitive|affordable|reasonable|great|best|low|lowest|unbeatable|cheap)\s+(?:rates|prices?|deals?|quotes?)\b"
+    r"\b(?:competitive|affordable|reasonable|unbeatable|cheapest|lowest)\s+(?:rates|prices?|deals?|quotes?)\b|\b(?:great|best|low|cheap)\s+(?:rates|prices|deals|quotes)\b"
     r"|\b(?:free\s+(?:quote|estimate|consultation|trial|delivery|shipping)|no\s+obligation|no\s+win\s+no\s+fee)\b"
     r"|\b(?:now\s+hiring|we(?:'re|\s+are)\s+hiring|join\s+(?:my|our)\s+team|be\s+your\s+own\s+boss|work\s+from\s+home|"
     r"passive\s+income|side\s+hustle|earn\s+(?:\$|£|€)?\s?\d+|make\s+(?:\$|£|€)?\s?\d+\s*(?:k|\+)?\s*(?:a|per)\s+(?:day|week|month)|"
@@ -541,7 +550,7 @@ _AD_STRONG = _rx(
     r"pizzeria|business|services|products|range|menu|app|course|webinar|coaching)\b(?:\s+\w+){0,6}\s+(?:offers?|is\s+open|now|has|delivers?|opens?|sells?|today|near|in\s+town)"
     r"|\b(?:(?:now\s+)?taking\s+(?:on\s+)?(?:new\s+)?(?:clients|customers|bookings|orders|students|commissions|patients)|\d+\+?\s+years['’]?\s+(?:of\s+)?experience|"
     r"family[\s-]+(?:run|owned)|established\s+(?:in\s+)?(?:19|20)\d\d|no\s+call[\s-]?out\s+(?:fee|charge)|24/7|24\s+hours\s+a\s+day|"
-    r"open\s+(?:till|until|til|from)\s+\d|best\s+[\w\s]{1,20}\s+in\s+(?:town|the\s+city|the\s+area|(?-i:[A-Z][a-z]+))|\d\s+for\s+\d\s+(?:on|every|all|deals?)|buy\s+one\s+get\s+one|bogof|half[\s-]price|happy\s+hour|buy\s+(?:cheap\s+|real\s+|more\s+)?(?:\w+\s+)?(?:followers|likes|views|subscribers|reviews|upvotes|accounts)|everything\s+must\s+go|"
+    r"open\s+(?:till|until|til|from)\s+\d|best\s+[\w\s]{1,20}\s+in\s+(?:town|the\s+city|the\s+area|(?-i:[A-Z][a-z]+))|\d\s+for\s+\d\s+(?:on|every|all|deals?)|buy\s+one\s+get\s+one|bogof|happy\s+hour|buy\s+(?:cheap\s+|real\s+|more\s+)?(?:\w+\s+)?(?:followers|likes|views|subscribers|reviews|upvotes|accounts)|everything\s+must\s+go|"
     r"(?:garage|yard|car\s+boot|boot|estate|clearance|closing[\s-]down)\s+sale|save\s+(?:hundreds|thousands|big|up\s+to|\d+\s?%|£|\$|€)|"
     r"speak\s+to\s+(?:an?\s+|our\s+)?(?:adviser|advisor|expert|specialist|agent|consultant|broker)|record\s+lows?|hit\s+me\s+up|"
     r"follow\s+(?:me|us)\s+(?:for|on)|compare\s+(?:prices|quotes|deals|with)|(?:mortgage|insurance|loan|finance|credit)\s+(?:rates|quotes|deals|renewal|broker|advice)|"
@@ -549,7 +558,13 @@ _AD_STRONG = _rx(
     r"photographer|dj|tutor|mechanic|roofer|locksmith|gardener|handyman|painter|decorator|cleaner|babysitter|personal\s+trainer|loan|mortgage)|"
     r"(?:call|ring|contact|visit|try|use|choose)\s+(?-i:[A-Z][\w'’]+)(?:\s+(?-i:[A-Z][\w'’]+)){0,3}\s*(?:,|today|now|for)|"
     r"(?:cheap|fast|quick|affordable)\s+(?:and|&)\s+(?:fast|cheap|reliable|friendly|easy)|dates\s+(?:free|available)|"
-    r"(?:daily|weekly|free)\s+(?:fitness|diet|trading|investing|money|crypto|marketing)\s+tips)\b"
+    r"(?:daily|weekly|free)\s+(?:fitness|diet|trading|investing|money|crypto|marketing)\s+tips|"
+    r"no\s+credit\s+checks?|same[\s-]day\s+(?:loans?|cash|payouts?|service|delivery|appointments?)|fully\s+(?:insured|licensed|licenced|qualified|certified|accredited)|"
+    r"instant\s+(?:valuation|quote|approval|cash|payout|decision)|free\s+valuation|we\s+buy\s+(?:any|all|your|gold|houses|cars)|"
+    r"cash\s+(?:fast|in\s+\d+\s+(?:hours|minutes|days)|for\s+(?:cars|gold|houses|your))|need\s+(?:cash|money|a\s+loan)\s+(?:fast|now|today|quickly)|"
+    r"(?:looking\s+for|need|want)\s+an?\s+(?:reliable|good|cheap|local|trusted|professional|friendly|affordable|experienced)\s+\w+|"
+    r"make\s+(?:me\s+)?an\s+offer|barely\s+used|(?:brand\s+new|like\s+new)\s*,?\s+(?:never|still|boxed|unopened)|delivered\s+to\s+your\s+door|"
+    r"(?:first|1st)\s+(?:lesson|session|class|visit|month|consultation)\s+(?:is\s+)?(?:free|half\s+price|\d+\s?%\s+off))\b"
     r"|(?-i:\b[A-Z][\w'’]+(?:\s+[A-Z][\w'’]+){0,2}\s+(?:Plumbing|Kebabs?|Pizza|Pizzeria|Pest\s+Control|Finance|Insurance|Motors|Cars|Cleaning|"
     r"Services|Solutions|Consulting|Ltd|LLC|Inc|Bakery|Salon|Electrical|Roofing|Removals|Taxis|Catering|Fitness|Dental|Realty|Estates|"
     r"Lettings|Garage|Builders|Landscaping|Accountants|Solicitors|Properties|Logistics|Marketing|Media|Tattoo|Barbers|Nails|Spa)\b)"
@@ -590,14 +605,22 @@ _TOKENS = re.compile(r"[\w*#@$!%?.'’-]+")
 _MASK = re.compile(r"[*#%?_.]|\W")
 
 
-def _word_list(entries: dict[str, str]) -> tuple[dict[str, str], list[str], list[str]]:
+def _stretchable(term: str) -> re.Pattern[str]:
+    """ "nigga" -> n+i+g{2,}a+: stretched letters match, but a doubled letter stays doubled ("minigame" is not
+    "nigga" squeezed)."""
+    return re.compile(
+        "".join(f"{re.escape(m.group(1))}{{{len(m.group(0))},}}" for m in re.finditer(r"(.)\1*", term))
+    )
+
+
+def _word_list(entries: dict[str, str]) -> tuple[dict[str, str], list[str], list[re.Pattern[str]]]:
     words: dict[str, str] = {}
     prefixes: list[str] = []
-    anywhere: list[str] = []
+    anywhere: list[re.Pattern[str]] = []
     for term, mode in entries.items():
         sq = squeeze(term)
         if mode == "any":
-            anywhere.append(sq)
+            anywhere.append(_stretchable(term))
         elif mode == "prefix":
             prefixes.append(sq)
         else:
@@ -638,8 +661,9 @@ _INNOCENT = {
 }  # fmt: skip
 
 
-def _listed(word: str, lists: tuple[dict[str, str], list[str], list[str]]) -> str | None:
+def _listed(raw: str, lists: tuple[dict[str, str], list[str], list[re.Pattern[str]]]) -> str | None:
     words, prefixes, anywhere = lists
+    word = squeeze(raw)
     if word in _INNOCENT:
         return None
     if word in words:
@@ -647,9 +671,9 @@ def _listed(word: str, lists: tuple[dict[str, str], list[str], list[str]]) -> st
     for p in prefixes:
         if word.startswith(p):
             return p
-    for a in anywhere:
-        if a in word:
-            return a
+    for rx in anywhere:
+        if rx.search(raw):
+            return rx.pattern
     return None
 
 
@@ -694,15 +718,15 @@ def _unvowel(token: str) -> list[str]:
 
 def _profane_words(text: str) -> tuple[str, str] | None:
     """(kind, word) for the first slur or profanity in the text, after undoing its disguises."""
-    for variant in (plain(text), unmasked(text)):
+    for variant in (plain(text), unmasked(text), unmasked(text, keep_articles=True)):
         for raw in _TOKENS.findall(variant):
             core = raw.strip("'’.,!?-")
-            word = squeeze(core.strip("*#_%"))
+            word = core.strip("*#_%")  # _listed squeezes ("fuuuck") where that is safe
             candidates = [word, *re.split(r"[.'’_-]+", word)]
             if "v" in word:  # "fvck"
                 candidates.append(word.replace("v", "u"))
             if any(ch in core for ch in "*#%?_."):
-                candidates += [squeeze(w) for w in _unvowel(core)]
+                candidates += _unvowel(core)
             for piece in candidates:
                 if not piece:
                     continue
@@ -817,6 +841,11 @@ _HARASS = [
             r"(?:you|u|him|her|them|your|his|their|(?-i:[A-Z][a-z]{2,}))\b(?!\s+(?:with\s+(?:my|a|an|the)\s+(?:spell|sword|fireball|attack|axe|bow|dagger|magic|weapon|creature|card)|in\s+(?:the\s+)?game|on\s+(?:the\s+)?board|next\s+turn|this\s+turn|first))"
             r"|\b(?:in\s+real\s+life|irl|after\s+the\s+(?:game|session|match|tournament)|outside\s+the\s+(?:game|store|club|venue)|at\s+(?:your|his|her)\s+(?:house|home|door|work|school))\b[^.?!]{0,40}\b(?:kill|hurt|beat|punch|stab|shoot|find|wait|get|deal\s+with|visit|see)\b"
             r"|\b(?:kill|hurt|beat|punch|stab|shoot|find|get|deal\s+with)\s+(?:you|him|her|them)\b[^.?!]{0,30}\b(?:in\s+real\s+life|irl|after\s+the\s+(?:game|session|match)|outside|at\s+(?:your|his|her)\s+(?:house|home|work|school))"
+            r"|\b(?:i'?ll|i\s+will|gonna|going\s+to|i'?m\s+going\s+to)\s+(?:\w+\s+)?(?:slash|key|smash|burn|trash|vandali[sz]e|wreck|break|bust|kick\s+in|punch\s+in|cave\s+in)\s+(?:your|his|her|their|(?-i:[A-Z][a-z]{2,})['’]s)\s+(?:tyres|tires|car|house|windows?|face|teeth|legs|head|skull|kneecaps|nose|door|stuff|things)"
+            r"|\bdie\s+in\s+a\s+(?:fire|ditch|hole)\b"
+            r"|\bteach\s+(?:you|him|her|them|that\s+\w+|(?-i:[A-Z][a-z]{2,}))\s+a\s+lesson\b"
+            r"|\bmake\s+(?:your|his|her|their|(?-i:[A-Z][a-z]{2,})['’]s)\s+(?:life|week|time\s+here)\s+(?:a\s+)?(?:hell|miserable|a\s+misery|unbearable)"
+            r"|\bruin\s+(?:your|his|her|their|(?-i:[A-Z][a-z]{2,})['’]s)\s+(?:life|reputation|career)"
             r"|\bi\s+know\s+where\s+(?:[\w'’-]+\s+){1,7}?(?:live|lives|work|works|sleep|sleeps|park|parks|stay|stays|go\s+to\s+school|goes\s+to\s+school)\b"
             r"|\b(?:show|turn)\s+up\s+(?:at|outside)\s+(?:your|his|her|their|(?-i:[A-Z][a-z]+)['’]s)\s+(?:door|house|home|place|work|office|school|flat)"
             r"|\b(?:watch|better\s+watch|'d\s+better\s+watch|’d\s+better\s+watch)\s+(?:your|ur|his|her|their)\s+back\b|\byou(?:'ll|\s+will)\s+(?:regret|pay\s+for)\b|\byou(?:'re|\s+are)\s+(?:dead\s+meat|so\s+dead|next|finished)\b"
@@ -844,7 +873,8 @@ _HARASS = [
             r"\b(?:no\s*one|nobody|noone|no-one|everyone|everybody|we\s+all|the\s+whole\s+(?:club|group|table))\s+(?:here\s+|at\s+the\s+\w+\s+|in\s+the\s+\w+\s+)?"
             r"(?:likes|wants|loves|cares\s+about|hates|despises|laughs\s+at|can'?t\s+stand|is\s+sick\s+of)\s+(?:you|him|her|them|(?-i:[A-Z][a-z]{2,}))\b"
             r"|\b(?:stop|quit)\s+(?:coming|showing\s+up|playing\s+with\s+us|posting|talking)\b(?!\s+(?:back|into|from))"
-            r"|\b(?:should|needs?\s+to|deserves?\s+to|ought\s+to)\s+be\s+(?:fired|sacked|banned|locked\s+up|ashamed|shot|beaten)\b"
+            r"|\b(?:should|needs?\s+to|deserves?\s+to|ought\s+to)\s+(?:all\s+|just\s+|really\s+|literally\s+)?be\s+(?:fired|sacked|banned|locked\s+up|ashamed|shot|beaten|hanged|hung|killed|lynched|strung\s+up|executed|burned|deported|put\s+down)\b"
+            r"|\b(?:the\s+)?(?:dumbest|stupidest|ugliest|worst|most\s+(?:stupid|annoying|pathetic|useless|incompetent|disgusting))\s+(?:person|player|human|guy|man|woman|girl|gm|dm|judge|mod|moderator|streamer|host|kid|dude)\s+(?:alive|ever|in\s+the\s+world|on\s+earth|i'?ve\s+(?:ever\s+)?met|on\s+the\s+planet)"
             r"|\b(?:eat|eats)\s+shit\b|\b(?:full\s+of|piece\s+of)\s+shit\b|\bshit\s+for\s+brains\b|\b(?:screw|fuck|damn)\s+(?:you|u|him|her|them)\b"
             r"|\b(?:shut\s+(?:the\s+\w+\s+)?up|get\s+lost|go\s+away|piss\s+off|sod\s+off|bugger\s+off|get\s+out\s+of\s+(?:here|our\s+\w+)|"
             r"uninstall\b(?:\s+(?:the\s+game|life))?|go\s+back\s+to\s+(?:your|where)|you\s+should\s+be\s+(?:banned|ashamed|fired)|you\s+suck\b|you\s+guys\s+suck|"
