@@ -40,7 +40,8 @@ class Screener:
     async def _screen(self, text: str, checks: list[str], timings: list[tuple[str, float]]) -> Verdict:
         t0 = time.perf_counter()
         checks.append("rules")
-        reason = screen_rules(text, self.max_chars)
+        # off the event loop: a slow rule is cut by the timeout (and held) instead of stalling every screening
+        reason = await asyncio.to_thread(screen_rules, text, self.max_chars)
         timings.append(("doorman.rules", _ms(t0)))
         if reason:
             return Verdict(Decision.HOLD, reason, checks)

@@ -437,3 +437,27 @@ def test_game_violence_and_mild_swearing_are_not_read_by_the_classifier() -> Non
         classifier_text("wtf, can I kill the lich and smash its phylactery?")
         == ", can i the lich and its phylactery?"
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "you " * 125,
+        "Mike " * 100,
+        "a " * 250,
+        "<a " * 160,
+        "x at " * 100,
+        "a." * 250,
+        "f*" * 250,
+        "' or " * 100,
+        "ignore all the " * 35,
+        "he " + "big " * 120 + "is",
+        " ".join("abcdefghij" * 25),
+    ],
+)
+def test_the_rules_stay_fast_on_hostile_input(text: str) -> None:
+    import time
+
+    t0 = time.perf_counter()
+    screen_rules(text[:500])
+    assert time.perf_counter() - t0 < 2.0  # about 0.1 s on a busy 2-core machine; no runaway backtracking
