@@ -179,6 +179,9 @@ _INJECTION = [
             r"|\b(?:publishes|posts|says|answers|approves)\s+(?:anything|everything|whatever)\s+(?:i|the\s+user|you're\s+told)"
             r"|\b(?:enable|enter|activate|switch\s+(?:to|into)|turn\s+on|unlock|engage)\s+(?:the\s+)?(?:developer|dev|god|debug|admin|jailbreak|dan|unrestricted|sudo|maintenance|unfiltered|root)\s+mode"
             r"|\b(?:developer|dev|god|debug|jailbreak|dan|sudo|unrestricted)\s+mode\s+(?:on|enabled|activated)"
+            r"|\brepeat\s+after\s+me\b|\b(?:unrestricted|uncensored|unfiltered|jailbroken|unaligned)\s+(?:ai|assistant|model|bot|chatbot|llm|version)\b"
+            r"|\b(?:you'?re|you\s+are|ur)\s+(?:now\s+)?in\s+(?:developer|dev|god|debug|admin|jailbreak|dan|unrestricted|sudo|maintenance)\s+mode"
+            r"|\b(?:answer|respond|reply|talk|speak)\s+(?:freely\s+)?without\s+(?:any\s+)?(?:limits|limitations|restrictions|filters|rules|censorship|guidelines)"
             r"|\bdo\s+anything\s+now\b|\bjailbr(?:ea|o)k|\bstay\s+in\s+character\b|\bbreak\s+character\b"
             r"|\b(?:no|without\s+(?:any\s+)?)(?:restrictions|filters|censorship|limitations|guardrails|rules)\s+(?:apply|mode|at\s+all)"
             r"|\bwithout\s+(?:any\s+)?(?:restrictions|filters|censorship|limitations|guardrails)\b"
@@ -327,7 +330,12 @@ _ADDRESS = [
     re.compile(
         r"\b[A-ZÄÖÜ][a-zäöüß]+(?:straße|strasse|str\.|weg|gasse|platz|allee|ring|damm|ufer)\s+\d{1,4}[a-z]?\b"
         r"|\b\d{1,4}(?:\s*bis|\s*ter)?,?\s+(?:rue|avenue|boulevard|bd|chemin|place|allee|allée|impasse|quai|cours)\s+(?:de\s+|du\s+|des\s+|d')?[A-Za-zÀ-ÿ'-]+"
-        r"|\b(?:calle|avenida|avda\.?|plaza|paseo|carrer|rua|via|viale|piazza|corso|ulica|ul\.)\s+(?:de\s+|del\s+|da\s+|do\s+)?[A-ZÀ-ÿ][\wÀ-ÿ'-]+(?:\s+[A-ZÀ-ÿ][\wÀ-ÿ'-]+)?,?\s+(?:n[º°o.]\s*)?\d{1,4}\b"
+        r"|\b(?i:calle|avenida|avda\.?|plaza|paseo|carrer|rua|via|viale|piazza|corso|ulica|ul\.)\s+(?:de\s+|del\s+|da\s+|do\s+)?[A-ZÀ-ÿ][\wÀ-ÿ'-]+(?:\s+[A-ZÀ-ÿ][\wÀ-ÿ'-]+)?,?\s+(?:n[º°o.]\s*)?\d{1,4}\b"
+    ),
+    # "..., 28013 Madrid": a postcode and a town; "send the cards to <a number and a street>"
+    re.compile(
+        r",\s*\d{4,5}\s+[A-ZÀ-Ý][a-zà-ÿ]{2,}\b"
+        r"|\b(?i:send|ship|post|mail|deliver|bring)\s+(?:\w+\s+){0,3}(?i:to)\s+(?:[A-Za-zÀ-ÿ]+\s+){0,3}\d{1,5}[a-z]?,?\s+(?:[A-ZÀ-Ý][\wÀ-ÿ'-]+\s*){1,3}"
     ),
     # PO Box 123, Apt 4B / Flat 3 / Suite 200 after a house number
     re.compile(
@@ -367,7 +375,9 @@ _DATE_OF_BIRTH = re.compile(
 _CONTACT_HANDLE = re.compile(
     r"\b(?:discord|snap(?:chat)?|insta(?:gram)?|kik|skype|telegram|whatsapp|signal|line|wechat|steam|psn|xbox|"
     r"gamertag|battle\.?net|bnet|twitter|tiktok|facebook|fb)\s*(?:id|tag|handle|name|username|is|:|=|-)+\s*@?[\w.#-]*\d[\w.#-]*"
-    r"|\b\w{2,}#\d{4}\b",
+    r"|\b\w{2,}#\d{4}\b"
+    r"|\b(?:venmo|paypal(?:\.me)?|cash\s?app|zelle|revolut|monzo|wise|skrill|payoneer)\b\s*(?:me|is|:|@|to\s+@?\w)"
+    r"|(?<![\w$])\$[A-Za-z][\w-]{2,}\b(?!\s*(?:cost|each|per|gold|gp))",
     _I,
 )
 
@@ -559,6 +569,9 @@ _AD_STRONG = _rx(
     r"(?:call|ring|contact|visit|try|use|choose)\s+(?-i:[A-Z][\w'’]+)(?:\s+(?-i:[A-Z][\w'’]+)){0,3}\s*(?:,|today|now|for)|"
     r"(?:cheap|fast|quick|affordable)\s+(?:and|&)\s+(?:fast|cheap|reliable|friendly|easy)|dates\s+(?:free|available)|"
     r"(?:daily|weekly|free)\s+(?:fitness|diet|trading|investing|money|crypto|marketing)\s+tips|"
+    r"dm\s+(?:me\s+|us\s+)?for\s+(?:prices?|details|info|more|rates|orders|a\s+quote)|(?:cheap|replica|fake|designer)\s+(?:rolex|watches|handbags|bags|sunglasses|sneakers|jerseys)|"
+    r"(?:hot|lonely|sexy|horny|local)\s+(?:singles|girls|women|milfs|moms|men)|singles\s+(?:near\s+you|in\s+your\s+area)|"
+    r"forex|binary\s+options|trading\s+signals|\d{2,4}\s?%\s+(?:returns?|profit|roi|gains?)|returns?\s+guaranteed|"
     r"no\s+credit\s+checks?|same[\s-]day\s+(?:loans?|cash|payouts?|service|delivery|appointments?)|fully\s+(?:insured|licensed|licenced|qualified|certified|accredited)|"
     r"instant\s+(?:valuation|quote|approval|cash|payout|decision)|free\s+valuation|we\s+buy\s+(?:any|all|your|gold|houses|cars)|"
     r"cash\s+(?:fast|in\s+\d+\s+(?:hours|minutes|days)|for\s+(?:cars|gold|houses|your))|need\s+(?:cash|money|a\s+loan)\s+(?:fast|now|today|quickly)|"
@@ -768,10 +781,18 @@ _UNSEEN = re.compile(
 )
 
 
+_SELF = re.compile(
+    r"\b(?:i'?m|i\s+am|am\s+i|i\s+was|was\s+i|i\s+feel\s+like|call\s+me)\s+(?:such\s+|so\s+)?(?:an?\s+)?"
+    r"(?:total\s+|complete\s+|absolute\s+|huge\s+)?(?:idiot|moron|dummy|dumbass|dork|noob|fool|clown|doofus|numpty|muppet)\b",
+    _I,
+)
+
+
 def classifier_text(text: str) -> str:
-    """What the profanity classifier reads: the text with its disguises undone, less the mild swearing and the
-    game violence it would mistake for abuse (those are the rules' business)."""
-    return re.sub(r"\s+", " ", _UNSEEN.sub(" ", unmasked(text))).strip()
+    """What the profanity classifier reads: the text with its disguises undone, less the mild swearing, the
+    game violence and the player calling themself an idiot, which it would mistake for abuse (insults aimed at
+    others are the harassment rules' business)."""
+    return re.sub(r"\s+", " ", _UNSEEN.sub(" ", _SELF.sub(" ", unmasked(text)))).strip()
 
 
 # Harassment: an insult or a threat aimed at a person --------------------------------------------------------
@@ -838,8 +859,9 @@ _HARASS = [
         _rx(
             r"\b(?:i'?ll|i\s+will|i'?m\s+(?:going|gonna)\s+to|i'?m\s+gonna|im\s+gonna|gonna|we'?ll|we\s+will|i\s+swear\s+i'?ll|i\s+could|i\s+want\s+to|someone\s+should|somebody\s+should|i\s+hope\s+someone)\s+"
             r"(?:\w+\s+){0,2}(?:kill|murder|hurt|beat|punch|stab|shoot|strangle|choke|slap|smash|break|end|destroy|ruin|find|hunt|get|burn|rape|stalk|dox+|swat|expose|visit|wreck|bash|jump|kick|humiliate|embarrass|harass|bully|shame|mock|torment|terrori[sz]e|intimidate|report|sue|out|cancel|follow)\s+"
-            r"(?:you|u|him|her|them|your|his|their|(?-i:[A-Z][a-z]{2,}))\b(?!\s+(?:with\s+(?:my|a|an|the)\s+(?:spell|sword|fireball|attack|axe|bow|dagger|magic|weapon|creature|card)|in\s+(?:the\s+)?game|on\s+(?:the\s+)?board|next\s+turn|this\s+turn|first))"
-            r"|\b(?:in\s+real\s+life|irl|after\s+the\s+(?:game|session|match|tournament)|outside\s+the\s+(?:game|store|club|venue)|at\s+(?:your|his|her)\s+(?:house|home|door|work|school))\b[^.?!]{0,40}\b(?:kill|hurt|beat|punch|stab|shoot|find|wait|get|deal\s+with|visit|see)\b"
+            r"(?:you|u|him|her|them|your|his|their|whoever|whomever|anyone\s+who|anybody\s+who|the\s+(?:person|guy|one|idiot|people|clown)\s+who|that\s+(?:judge|gm|dm|guy|kid|player|mod|moderator|ref|host)|(?-i:[A-Z][a-z]{2,}))\b(?!\s+(?:with\s+(?:my|a|an|the)\s+(?:spell|sword|fireball|attack|axe|bow|dagger|magic|weapon|creature|card)|in\s+(?:the\s+)?game|on\s+(?:the\s+)?board|next\s+turn|this\s+turn|first))"
+            r"|\bmake\s+(?:you|him|her|them|that\s+\w+)\s+(?:pay|regret|suffer|bleed)\b"
+            r"|\b(?:in\s+real\s+life|irl|after\s+the\s+(?:game|session|match|tournament|event)|outside\s+the\s+(?:game|store|club|venue)|at\s+(?:your|his|her)\s+(?:house|home|door|work|school))\b[^.?!]{0,40}\b(?:kill|hurt|beat|punch|stab|shoot|find|wait|get|deal\s+with|visit|see)\b"
             r"|\b(?:kill|hurt|beat|punch|stab|shoot|find|get|deal\s+with)\s+(?:you|him|her|them)\b[^.?!]{0,30}\b(?:in\s+real\s+life|irl|after\s+the\s+(?:game|session|match)|outside|at\s+(?:your|his|her)\s+(?:house|home|work|school))"
             r"|\b(?:i'?ll|i\s+will|gonna|going\s+to|i'?m\s+going\s+to)\s+(?:\w+\s+)?(?:slash|key|smash|burn|trash|vandali[sz]e|wreck|break|bust|kick\s+in|punch\s+in|cave\s+in)\s+(?:your|his|her|their|(?-i:[A-Z][a-z]{2,})['’]s)\s+(?:tyres|tires|car|house|windows?|face|teeth|legs|head|skull|kneecaps|nose|door|stuff|things)"
             r"|\bdie\s+in\s+a\s+(?:fire|ditch|hole)\b"
@@ -892,13 +914,24 @@ _HARASS = [
 ]
 
 
+_QUOTED = re.compile(r"\"[^\"]{1,200}\"|“[^”]{1,200}”|«[^»]{1,200}»")
+
+
 def check_harassment(text: str) -> str | None:
     # the original text too: a person's name is matched by its capital letter
     for variant in (plain(text), text, unmasked(text)):
         for reason, rx in _HARASS:
-            if rx.search(variant):
+            hit = rx.search(variant)
+            if hit and reason == "a threat" and _only_quoted(variant, rx):
+                continue  # "The orc screams "I will kill you all!"": a character's line, not the player's threat
+            if hit:
                 return f"harassment ({reason})"
     return None
+
+
+def _only_quoted(text: str, rx: re.Pattern[str]) -> bool:
+    """True when every match of ``rx`` lies inside quotation marks."""
+    return not rx.search(_QUOTED.sub(" ", text))
 
 
 # The order the doorman runs them in ------------------------------------------------------------------
