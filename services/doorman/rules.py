@@ -460,6 +460,9 @@ _PROMO = [
             r"|\b(?:discord|telegram)\s*(?:\.|dot)\s*(?:gg|me)\b|\bdiscord\s+gg\b"
             r"|\bfree\s+(?:v-?bucks|robux|gift\s*cards?|skins|gems|diamonds|followers|steam\s+(?:keys|codes|wallet))|\b(?:v-?bucks|robux|gems|coins|followers|gift\s*card)\s+generator"
             r"|\bno\s+(?:survey|human\s+verification)\b"
+            r"|\b(?:dm|message|msg|contact|find|add|follow|hit)\s+(?:me|us)\s+(?:up\s+)?(?:on|at|via)\s+(?:insta(?:gram)?|ig|twitter|x|tiktok|discord|telegram|whatsapp|snap(?:chat)?|fb|facebook|kik|signal|reddit|twitch|youtube)\b"
+            r"|\b(?:insta(?:gram)?|ig|twitter|tiktok|telegram|snap(?:chat)?|discord|twitch|youtube|threads|bluesky)\s*(?::|is|at|-)?\s*@[\w.]{3,}"
+            r"|\bjoin\b[^.?!]{0,40}\bon\s+(?:telegram|discord|whatsapp|signal|kik)\b|\bgiveaway\b[^.?!]{0,40}@\w{3,}"
         ),
     ),
     (
@@ -572,6 +575,10 @@ _AD_STRONG = _rx(
     r"dm\s+(?:me\s+|us\s+)?for\s+(?:prices?|details|info|more|rates|orders|a\s+quote)|(?:cheap|replica|fake|designer)\s+(?:rolex|watches|handbags|bags|sunglasses|sneakers|jerseys)|"
     r"(?:hot|lonely|sexy|horny|local)\s+(?:singles|girls|women|milfs|moms|men)|singles\s+(?:near\s+you|in\s+your\s+area)|"
     r"forex|binary\s+options|trading\s+signals|\d{2,4}\s?%\s+(?:returns?|profit|roi|gains?)|returns?\s+guaranteed|"
+    r"[£$€]\s?\d+(?:[.,]\d\d)?\s+(?:a|per|each|for\s+a)\s+(?:bottle|jar|box|pack|bag|piece|item|unit|hour|session|lesson|night|month|week|kilo|kg|dozen|set)|"
+    r"(?:everyone\s+)?buy\s+my\s+(?:homemade|handmade|home-made|new|own|\w+\s+)?(?:\w+\s+)?(?:sauce|jam|candles|soap|art|prints|book|ebook|album|music|course|merch|t-shirts|shirts|jewellery|jewelry|cookies|cakes|dice|minis|products?)|"
+    r"\b24\s?h(?:r|rs|our|ours)?\s+(?:delivery|service|turnaround|dispatch)|(?:essay|homework|assignment|dissertation)\s+(?:writing|help|service)|"
+    r"(?:writing|cleaning|repair|removals?|printing|web\s+design|marketing|tutoring|moving|dog\s+walking|babysitting|catering|plumbing|roofing)\s+services?\b|"
     r"no\s+credit\s+checks?|same[\s-]day\s+(?:loans?|cash|payouts?|service|delivery|appointments?)|fully\s+(?:insured|licensed|licenced|qualified|certified|accredited)|"
     r"instant\s+(?:valuation|quote|approval|cash|payout|decision)|free\s+valuation|we\s+buy\s+(?:any|all|your|gold|houses|cars)|"
     r"cash\s+(?:fast|in\s+\d+\s+(?:hours|minutes|days)|for\s+(?:cars|gold|houses|your))|need\s+(?:cash|money|a\s+loan)\s+(?:fast|now|today|quickly)|"
@@ -813,7 +820,7 @@ _TARGET = (
     rf"these\s+{_PEOPLE}|those\s+{_PEOPLE}|our\s+{_PEOPLE}|my\s+{_PEOPLE}|the\s+{_PEOPLE}|your\s+{_PEOPLE}|his\s+{_PEOPLE}|"
     rf"her\s+{_PEOPLE}|their\s+{_PEOPLE}|everyone\s+(?:here|in\s+\w+)|everybody\s+here|(?-i:[A-Z][a-z]{{2,}})(?:\s+(?-i:[A-Z][a-z]+))?)"
 )
-_INTENS = r"(?:(?:such|a|an|the|so|total|complete|absolute|utter|real|fucking|fkn|effing|bloody|literal|literally|massive|huge|giant|big|little|pathetic|stupid|dumb|useless|worthless|ugly|fat|clueless|lazy|actual|certified|brain-?dead|rules-?lawyering|cheating|lying)\s+){0,4}"
+_INTENS = r"(?:(?:bunch\s+of|pack\s+of|load\s+of|lot\s+of|sad|such|a|an|the|so|total|complete|absolute|utter|real|fucking|fkn|effing|bloody|literal|literally|massive|huge|giant|big|little|pathetic|stupid|dumb|useless|worthless|ugly|fat|clueless|lazy|actual|certified|brain-?dead|rules-?lawyering|cheating|lying)\s+){0,4}"
 _BE = r"(?:is|are|was|were|'s|'re|’s|’re|s|re|be|being|been|=|acts?\s+like|acting\s+like|sounds?\s+like|looks?\s+like|seems?\s+like|seem|seems|must\s+be|has\s+to\s+be|can\s+only\s+be)"
 # Between a person and what is said of them: "Mike the judge at FNM is", "the guy who wrote this ruling is"
 # (not "my friend says this rule is": reported speech about a thing is not aimed at a person).
@@ -833,7 +840,7 @@ _HARASS = [
     (
         "an insult aimed at a person",
         _rx(
-            rf"\b(?:you|u|ya|ur|you're|youre|your|you\s+are|ur\s+a|you\s+r)\s+{_BE}?\s*{_INTENS}(?:{_INSULT}|{_INSULT_YOU})\b"
+            rf"\b(?:you|u|ya|ur|you're|youre|your|you\s+are|ur\s+a|you\s+r)(?:\s+(?:lot|lads|guys|all|people|two|lads|folks))?\s+{_BE}?\s*{_INTENS}(?:{_INSULT}|{_INSULT_YOU})s?\b"
         ),
     ),
     (
@@ -857,9 +864,9 @@ _HARASS = [
     (
         "a threat",
         _rx(
-            r"\b(?:i'?ll|i\s+will|i'?m\s+(?:going|gonna)\s+to|i'?m\s+gonna|im\s+gonna|gonna|we'?ll|we\s+will|i\s+swear\s+i'?ll|i\s+could|i\s+want\s+to|someone\s+should|somebody\s+should|i\s+hope\s+someone)\s+"
+            r"\b(?:i'?ll|i\s+will|i'?d|i\s+would|i\s+wanna|i'?m\s+(?:going|gonna)\s+to|i'?m\s+gonna|im\s+gonna|gonna|we'?ll|we\s+will|we'?d|i\s+swear\s+i'?ll|i\s+could|i\s+want\s+to|someone\s+should|somebody\s+should|i\s+hope\s+someone)\s+"
             r"(?:\w+\s+){0,2}(?:kill|murder|hurt|beat|punch|stab|shoot|strangle|choke|slap|smash|break|end|destroy|ruin|find|hunt|get|burn|rape|stalk|dox+|swat|expose|visit|wreck|bash|jump|kick|humiliate|embarrass|harass|bully|shame|mock|torment|terrori[sz]e|intimidate|report|sue|out|cancel|follow)\s+"
-            r"(?:you|u|him|her|them|your|his|their|whoever|whomever|anyone\s+who|anybody\s+who|the\s+(?:person|guy|one|idiot|people|clown)\s+who|that\s+(?:judge|gm|dm|guy|kid|player|mod|moderator|ref|host)|(?-i:[A-Z][a-z]{2,}))\b(?!\s+(?:with\s+(?:my|a|an|the)\s+(?:spell|sword|fireball|attack|axe|bow|dagger|magic|weapon|creature|card)|in\s+(?:the\s+)?game|on\s+(?:the\s+)?board|next\s+turn|this\s+turn|first))"
+            r"(?:you|u|him|her|them|your|his|their|whoever|whomever|anyone\s+who|anybody\s+who|the\s+(?:person|guy|one|idiot|people|clown)\s+who|(?:that|the|this|our|my|your)\s+(?:judge|gm|dm|guy|kid|player|mod|moderator|ref|referee|host|organi[sz]er|owner|designer|developer|dev|admin|streamer|author)s?|(?-i:[A-Z][a-z]{2,}))\b(?!['’]s\b)(?!\s+(?:with\s+(?:my|a|an|the)\s+(?:spell|sword|fireball|attack|axe|bow|dagger|magic|weapon|creature|card)|in\s+(?:the\s+)?game|on\s+(?:the\s+)?board|next\s+turn|this\s+turn|first))"
             r"|\bmake\s+(?:you|him|her|them|that\s+\w+)\s+(?:pay|regret|suffer|bleed)\b"
             r"|\b(?:in\s+real\s+life|irl|after\s+the\s+(?:game|session|match|tournament|event)|outside\s+the\s+(?:game|store|club|venue)|at\s+(?:your|his|her)\s+(?:house|home|door|work|school))\b[^.?!]{0,40}\b(?:kill|hurt|beat|punch|stab|shoot|find|wait|get|deal\s+with|visit|see)\b"
             r"|\b(?:kill|hurt|beat|punch|stab|shoot|find|get|deal\s+with)\s+(?:you|him|her|them)\b[^.?!]{0,30}\b(?:in\s+real\s+life|irl|after\s+the\s+(?:game|session|match)|outside|at\s+(?:your|his|her)\s+(?:house|home|work|school))"
