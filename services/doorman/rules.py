@@ -185,7 +185,9 @@ _INJECTION = [
             r"|\bdo\s+anything\s+now\b|\bjailbr(?:ea|o)k|\bstay\s+in\s+character\b|\bbreak\s+character\b"
             r"|\b(?:no|without\s+(?:any\s+)?)(?:restrictions|filters|censorship|limitations|guardrails|rules)\s+(?:apply|mode|at\s+all)"
             r"|\bwithout\s+(?:any\s+)?(?:restrictions|filters|censorship|limitations|guardrails)\b"
-            r"|\b(?:you\s+(?:have|are)\s+(?:been\s+)?)(?:freed|liberated|unshackled|released)\b"
+            r"|\b(?:you\s+(?:have|are)\s+(?:been\s+)?)(?:freed|liberated|unshackled|released|updated|upgraded|reprogrammed|reconfigured)\b"
+            r"|\b(?:you\s+are|you're)\s+not\s+(?:an?\s+)?(?:\w+\s+)?(?:bot|assistant|ai|model|moderator|filter|doorman|screener)\s+(?:anymore|any\s+more|now|any\s+longer)"
+            r"|\byour\s+new\s+(?:rules|instructions|task|job|purpose|orders)\b"
             r"|\byour\s+(?:new\s+)?(?:name|role|persona|identity)\s+is\b"
         ),
     ),
@@ -336,6 +338,10 @@ _ADDRESS = [
     re.compile(
         r",\s*\d{4,5}\s+[A-ZÀ-Ý][a-zà-ÿ]{2,}\b"
         r"|\b(?i:send|ship|post|mail|deliver|bring)\s+(?:\w+\s+){0,3}(?i:to)\s+(?:[A-Za-zÀ-ÿ]+\s+){0,3}\d{1,5}[a-z]?,?\s+(?:[A-ZÀ-Ý][\wÀ-ÿ'-]+\s*){1,3}"
+    ),
+    # "I live on Maple Street"
+    re.compile(
+        rf"\b(?i:live|living|stay|staying|reside|residing)\s+(?i:on|at|in)\s+(?:[A-Z][a-z'’-]+\s+){{1,3}}(?i:{_STREET})\b"
     ),
     # PO Box 123, Apt 4B / Flat 3 / Suite 200 after a house number
     re.compile(
@@ -548,7 +554,8 @@ def check_spam(text: str) -> str | None:
 # Strong cues: one is enough. Weak cues: two are needed (a rules question may mention "buy" or "price").
 _AD_STRONG = _rx(
     r"\b(?:competitive|affordable|reasonable|unbeatable|cheapest|lowest)\s+(?:rates|prices?|deals?|quotes?)\b|\b(?:great|best|low|cheap)\s+(?:rates|prices|deals|quotes)\b"
-    r"|\b(?:free\s+(?:quote|estimate|consultation|trial|delivery|shipping)|no\s+obligation|no\s+win\s+no\s+fee)\b"
+    r"|\b(?:free\s+(?:quotes?|estimates?|consultations?|trials?|delivery|shipping)|sponsored\s+by|brought\s+to\s+you\s+by|in\s+partnership\s+with|"
+    r"(?:check\s+out|visit|buy\s+from|shop\s+at)\b[^.?!]{0,40}\bon\s+(?:ebay|etsy|amazon|vinted|depop|gumtree|craigslist|marketplace|tcgplayer|cardmarket)|no\s+obligation|no\s+win\s+no\s+fee)\b"
     r"|\b(?:now\s+hiring|we(?:'re|\s+are)\s+hiring|join\s+(?:my|our)\s+team|be\s+your\s+own\s+boss|work\s+from\s+home|"
     r"passive\s+income|side\s+hustle|earn\s+(?:\$|£|€)?\s?\d+|make\s+(?:\$|£|€)?\s?\d+\s*(?:k|\+)?\s*(?:a|per)\s+(?:day|week|month)|"
     r"make\s+money|financial\s+freedom|extra\s+income|mlm|network\s+marketing|business\s+opportunity|investment\s+opportunity|"
@@ -645,7 +652,7 @@ def _word_list(entries: dict[str, str]) -> tuple[dict[str, str], list[str], list
             prefixes.append(sq)
         else:
             for end in _ENDINGS:
-                words.setdefault(squeeze(term + end), term)
+                words.setdefault(squeeze(term + end), term + end)
     return words, prefixes, anywhere
 
 
@@ -686,7 +693,7 @@ def _listed(raw: str, lists: tuple[dict[str, str], list[str], list[re.Pattern[st
     word = squeeze(raw)
     if word in _INNOCENT:
         return None
-    if word in words:
+    if word in words and _stretchable(words[word]).fullmatch(raw.lower()):  # "CON" is not "coon"
         return words[word]
     for p in prefixes:
         if word.startswith(p):
@@ -886,7 +893,8 @@ _HARASS = [
             r"|\b(?:hope|wish)\b[^.?!]{0,60}?\b(?:dies?|died)\s+in\s+a\s+(?:fire|ditch|hole|crash)"
             r"|\b(?:spread\s+the\s+word|spread\s+it|tell\s+everyone|warn\s+everyone|everyone\s+should\s+know|name\s+and\s+shame)\b"
             r"|\b(?:dead\s+to\s+(?:me|us|the\s+(?:whole\s+)?(?:group|club|table|community)))"
-            r"|\bsee\s+you\s+(?:outside|in\s+the\s+car\s+park|in\s+the\s+parking\s+lot)\b|\bhope\s+(?:you|he|she|they)\s+(?:die|dies|get\s+hit|gets\s+hit|get\s+cancer|rot|burn|suffer)"
+            r"|\bsee\s+you\s+(?:outside|in\s+the\s+car\s+park|in\s+the\s+parking\s+lot)\b|\bhope\b[^.?!]{0,40}?\b(?:you|he|she|they)\s+(?:die|dies|get\s+hit|gets\s+hit|get\s+cancer|gets\s+cancer|rot|rots|burn|burns|suffer|suffers)\b"
+            r"|\bdie\s+alone\b"
         ),
     ),
     (
@@ -901,6 +909,7 @@ _HARASS = [
         _rx(
             r"\b(?:no\s*one|nobody|noone|no-one|everyone|everybody|we\s+all|the\s+whole\s+(?:club|group|table))\s+(?:here\s+|at\s+the\s+\w+\s+|in\s+the\s+\w+\s+)?"
             r"(?:likes|wants|loves|cares\s+about|hates|despises|laughs\s+at|can'?t\s+stand|is\s+sick\s+of)\s+(?:you|him|her|them|(?-i:[A-Z][a-z]{2,}))\b"
+            r"|\b(?:no\s*one|nobody|noone)\s+(?:would|will|is\s+going\s+to)\s+(?:miss|notice|care\s+about|mourn)\s+(?:you|him|her|them)\b"
             r"|\b(?:stop|quit)\s+(?:coming|showing\s+up|playing\s+with\s+us|posting|talking)\b(?!\s+(?:back|into|from))"
             r"|\b(?:should|needs?\s+to|deserves?\s+to|ought\s+to)\s+(?:all\s+|just\s+|really\s+|literally\s+)?be\s+(?:fired|sacked|banned|locked\s+up|ashamed|shot|beaten|hanged|hung|killed|lynched|strung\s+up|executed|burned|deported|put\s+down)\b"
             r"|\b(?:the\s+)?(?:dumbest|stupidest|ugliest|worst|most\s+(?:stupid|annoying|pathetic|useless|incompetent|disgusting))\s+(?:person|player|human|guy|man|woman|girl|gm|dm|judge|mod|moderator|streamer|host|kid|dude)\s+(?:alive|ever|in\s+the\s+world|on\s+earth|i'?ve\s+(?:ever\s+)?met|on\s+the\s+planet)"
