@@ -451,6 +451,9 @@ _SHORTENERS = re.compile(
     r"discord\.gg|discord(?:app)?\.com/invite|chat\.whatsapp|linktr\.ee|onlyfans|lnkd\.in)",
     _I,
 )
+_WORDLIKE_TLDS = {"it", "is", "in", "to", "me", "my", "no", "at", "be", "am", "us", "id", "one", "run", "win", "live",
+                  "life", "work", "zone", "best", "cool", "news", "today", "world", "page", "help", "guide", "date",
+                  "men", "party", "review", "trade", "market", "deals", "sale", "games", "chat", "space", "fun"}  # fmt: skip
 _ABBREVIATIONS = {"e.g", "i.e", "a.m", "p.m", "u.s", "u.k", "vs.it", "no.it", "et.al", "o.k"}
 _PROMO = [
     (
@@ -507,8 +510,9 @@ def check_links(text: str) -> str | None:
         return "contains a short link or invite"
     if _BARE_DOMAIN_PATH.search(t):
         return "contains a web address"
-    for m in _BARE_DOMAIN.finditer(t):
-        if not _looks_like_abbreviation(t, m):
+    # an ASCII question is read as typed, so "combat.It says" (a missing space) keeps its capital
+    for m in _BARE_DOMAIN.finditer(text if text.isascii() else t):
+        if not _looks_like_abbreviation(m):
             return f"contains a web address ({m.group(0)})"
     m = _SPELLED_DOMAIN.search(t)
     if m:
@@ -516,15 +520,15 @@ def check_links(text: str) -> str | None:
     return None
 
 
-def _looks_like_abbreviation(text: str, m: re.Match[str]) -> bool:
+def _looks_like_abbreviation(m: re.Match[str]) -> bool:
     # "e.g.", "i.e." and the like are not domains; a domain label needs at least two characters, and a label
     # of digits only is a rule or version number ("5.1.co" never happens; "702.19b" is not matched at all).
     label, _, tld = m.group(0).partition(".")
     if len(label) < 2 or label.isdigit() or m.group(0).lower() in _ABBREVIATIONS:
         return True
-    # "turn.Then": a sentence without its space before a capitalised word is not a domain
-    original = text[m.start() : m.end()]
-    return tld[:1].isupper() and not tld.isupper() and len(tld) > 3 and bool(original)
+    # "combat.It says", "turn.In": a sentence run into the next, capitalised word, is not a domain ("Cheap.Com"
+    # still is: only top-level domains that are also English words get this benefit)
+    return tld[:1].isupper() and tld[1:].islower() and tld.lower() in _WORDLIKE_TLDS
 
 
 def check_spam(text: str) -> str | None:

@@ -56,13 +56,31 @@ def test_rule_numbers_and_scores_are_not_phone_numbers() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["see https://example.org/rules", "go to www.spam-site.net", "buy at cheap-pills.ru today", "http://x"],
+    [
+        "see https://example.org/rules",
+        "go to www.spam-site.net",
+        "buy at cheap-pills.ru today",
+        "http://x",
+        "see Cheap.Com now",
+        "CHEAPCARDS.COM",
+        "freepdfs dot ru",
+        "h t t p s : / / x . y",
+    ],
 )
 def test_links_are_held(text: str) -> None:
     assert check_links(text) is not None
 
 
-@pytest.mark.parametrize("text", ["e.g. the robber", "i.e. twice", "version 1.5 of the book", "see 3.2.1"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "e.g. the robber",
+        "i.e. twice",
+        "version 1.5 of the book",
+        "see 3.2.1",
+        "after combat.It says roll again",
+    ],
+)
 def test_abbreviations_and_numbers_are_not_links(text: str) -> None:
     assert check_links(text) is None
 
