@@ -134,7 +134,7 @@ def check_markup(text: str) -> str | None:
 _OVERRIDE = r"(?:ignore|ignoring|disregard|disregarding|forget|override|overrule|bypass|skip|abandon|discard|drop|neglect|erase|delete|cancel|nullify|void|stop\s+following|don'?t\s+follow|do\s+not\s+follow|pay\s+no\s+attention\s+to)"
 _PRIOR = r"(?:previous|prior|above|earlier|preceding|foregoing|former|initial|original|old|existing|system|hidden|default|given|current|standing|safety|all\s+(?:of\s+)?(?:the\s+|your\s+)?(?:previous|prior|above|earlier|preceding|other))"
 _ORDERS = r"(?:protocols?|measures|checks|mechanisms|instructions?|prompts?|directions|directives?|guidelines?|programming|training|constraints|restrictions|filters?|guardrails?|polic(?:y|ies)|context|messages|commands|orders|settings|configuration|rules|moderation|safeguards|content\s+polic(?:y|ies))"
-_SECRET = r"(?:(?:ur|yr)\s+(?:prompt|instructions|rules|system\s+prompt)|(?:your|the|its)\s+(?:initial|original|hidden|secret|system|first|starting|setup|opening|underlying|internal|base|real|full|exact|complete|previous|prior|above)\s+(?:instructions|prompt|message|messages|rules|directives|text|configuration|guidelines)|(?:your|the)\s+(?:api\s+keys?|password|credentials|access\s+tokens?|secret\s+keys?|tokens?|environment\s+variables|env\s+vars|config(?:uration)?\s+file|model\s+name|name\s+of\s+(?:your|the)\s+model)|system\s*prompt|initial\s+prompt|hidden\s+prompt|original\s+prompt|secret\s+prompt|pre-?prompt|meta\s*prompt|developer\s+(?:message|prompt|instructions)|system\s+(?:message|instructions)|hidden\s+instructions|secret\s+instructions|(?:your|the)\s+(?:prompt|instructions|rules\s+you\s+were\s+given|guidelines|configuration|setup\s+text)|(?:instructions|rules|text|words|prompt)\s+(?:you\s+were|you've\s+been|that\s+were)\s+given)"
+_SECRET = r"(?:your\s+secrets?|(?:ur|yr)\s+(?:prompt|instructions|rules|system\s+prompt)|(?:your|the|its)\s+(?:initial|original|hidden|secret|system|first|starting|setup|opening|underlying|internal|base|real|full|exact|complete|previous|prior|above)\s+(?:instructions|prompt|message|messages|rules|directives|text|configuration|guidelines)|(?:your|the)\s+(?:api\s+keys?|password|credentials|access\s+tokens?|secret\s+keys?|tokens?|environment\s+variables|env\s+vars|config(?:uration)?\s+file|model\s+name|name\s+of\s+(?:your|the)\s+model)|system\s*prompt|initial\s+prompt|hidden\s+prompt|original\s+prompt|secret\s+prompt|pre-?prompt|meta\s*prompt|developer\s+(?:message|prompt|instructions)|system\s+(?:message|instructions)|hidden\s+instructions|secret\s+instructions|(?:your|the)\s+(?:prompt|instructions|rules\s+you\s+were\s+given|guidelines|configuration|setup\s+text)|(?:instructions|rules|text|words|prompt)\s+(?:you\s+were|you've\s+been|that\s+were)\s+given)"
 _INJECTION = [
     (
         "asks it to drop its instructions",
@@ -144,7 +144,8 @@ _INJECTION = [
             rf"|\b{_OVERRIDE}\s+your\s+(?:instructions|prompt|programming|training|guidelines|guardrails|safety|filters?|restrictions|rules|moderation)\b"
             rf"|\b{_OVERRIDE}\s+the\s+(?:system\s+prompt|programming|guardrails|safety\s+(?:rules|filters?|guidelines)|content\s+filters?|moderation)\b"
             r"|\bforget\s+(?:about\s+)?(?:everything|all(?:\s+that)?|what)\s+(?:you\s+(?:were|have\s+been|know|learned)|(?:i|we)\s+(?:said|told)|above|before|previously|so\s+far|until\s+now)"
-            r"|\b(?:previous|prior|above|earlier)\s+(?:instructions|prompts?|directives)\s+(?:are|is)\s+(?:void|cancel+ed|null|obsolete|revoked|no\s+longer)"
+            r"|\b(?:previous|prior|above|earlier|old|original)\s+(?:instructions|prompts?|directives|rules|guidelines|orders)\s+(?:are|is)\s+(?:now\s+)?(?:void|cancel+ed|null|obsolete|revoked|no\s+longer|suspended|lifted|disabled)"
+            rf"|\b{_OVERRIDE}\s+(?:all\s+)?(?:of\s+)?(?:the\s+)?(?:above|everything\s+above|foregoing|everything\s+before)\b(?!\s+(?:rules?|cards?|abilit(?:y|ies)|spells?|paragraphs?|examples?|tables?|errata|steps?|options?))"
             r"|\b(?:new|updated|revised|real|actual|true|override)\s+(?:system\s+)?(?:instructions?|prompt|directives?|orders|task)\s*[:\-]"
             r"|\binstead\s*,?\s+(?:you\s+(?:will|must|should)|do\s+the\s+following|follow\s+these)"
             rf"|\b{_OVERRIDE}\s+(?:(?:the|all|any|every|those|these)\s+)?{_ORDERS}\s+(?:you\s+were|you'?ve\s+been|you\s+have\s+been|that\s+were|they)\s+(?:given|told|trained|programmed|set|fed)"
@@ -219,7 +220,9 @@ _INJECTION = [
         _rx(
             r"<\|?\s*(?:im_start|im_end|system|endoftext|eot_id|start_header_id|end_header_id|begin_of_text|user|assistant)\s*\|?>"
             r"|\[/?\s*(?:inst|sys|system|assistant|admin)\s*\]|<<\s*/?\s*sys\s*>>|\#{2,}\s*(?:system|instruction|instructions|assistant|user|response|new\s+task)\b"
-            r"|(?:^|[\n.!?]\s*)(?:system|sys|assistant|developer|dev|admin|root|operator|moderator|mod)\s*(?:message|prompt|note|override)?\s*[:>]\s*\S"
+            r"|(?:^|[\n.!?]\s*)(?:system|sys|assistant|developer|dev|admin|root|operator|moderator|mod)\s*(?:message|prompt|note|notice|alert|update|announcement|instructions?|override)?\s*[:>]\s*\S"
+            r"|\b(?:the\s+)?(?:moderators?|admins?|administrators?|developers?|owners?|staff|operators?)\s+(?:said|says|told\s+me|wants?|has\s+said|have\s+said|approved|allowed)\b[^.?!]{0,30}\byou\s+(?:must|should|have\s+to|need\s+to|will|can|may)\b"
+            r"|\byou\s+(?:must|have\s+to|need\s+to|are\s+required\s+to)\s+(?:approve|clear|publish|accept|allow|post|pass)\s+(?:this|it|my)\b"
             r"|\bthe\s+user\s+(?:is|has\s+been|was)\s+(?:an?\s+)?(?:admin|administrator|developer|moderator|verified|trusted|authori[sz]ed|privileged|owner)"
             r"|\b(?:publish|approve|clear|post|allow)\s+(?:everything|anything|all\s+(?:questions|posts|messages))\b"
             r"|\b(?:end|begin)\s+(?:of\s+)?(?:user|system)\s+(?:input|prompt|message|instructions)\b"
@@ -599,6 +602,8 @@ _AD_STRONG = _rx(
     r"|(?-i:\b[A-Z][\w'’]+(?:\s+[A-Z][\w'’]+){0,2}\s+(?:Plumbing|Kebabs?|Pizza|Pizzeria|Pest\s+Control|Finance|Insurance|Motors|Cars|Cleaning|"
     r"Services|Solutions|Consulting|Ltd|LLC|Inc|Bakery|Salon|Electrical|Roofing|Removals|Taxis|Catering|Fitness|Dental|Realty|Estates|"
     r"Lettings|Garage|Builders|Landscaping|Accountants|Solicitors|Properties|Logistics|Marketing|Media|Tattoo|Barbers|Nails|Spa)\b)"
+    r"|[£$€]\s?\d+(?:[.,]\d\d)?\s+(?:a|per|each|for\s+a|/)\s*(?:session|lesson|hour|class|game\s+night|seat|player|month|week|night|bottle|box|pack)\b"
+    r"|\b(?:fake|forged|counterfeit|novelty)\s+(?:ids?|passports?|documents|diplomas|degrees|licen[cs]es|money|notes|bills|banknotes)\b|\b(?:fast|worldwide|discreet|express)\s+shipping\b"
     r"|\b(?:weight\s+loss|lose\s+\d+\s*(?:kg|lbs?|pounds)|diet\s+pills|male\s+enhancement|viagra|cialis|payday\s+loans?|"
     r"casino\s+bonus|sports\s+betting|free\s+spins|escort|hookup|singles\s+in\s+your\s+area|cheap\s+flights|replica\s+watches)\b"
 )
@@ -878,7 +883,7 @@ _HARASS = [
             r"\b(?:i'?ll|i\s+will|i'?d|i\s+would|i\s+wanna|i'?m\s+(?:going|gonna)\s+to|i'?m\s+gonna|im\s+gonna|gonna|we'?ll|we\s+will|we'?d|i\s+swear\s+i'?ll|i\s+could|i\s+want\s+to|someone\s+should|somebody\s+should|i\s+hope\s+someone)\s+"
             r"(?:\w+\s+){0,2}(?:kill|murder|hurt|beat|punch|stab|shoot|strangle|choke|slap|smash|break|end|destroy|ruin|find|hunt|get|burn|rape|stalk|dox+|swat|expose|visit|wreck|bash|jump|kick|humiliate|embarrass|harass|bully|shame|mock|torment|terrori[sz]e|intimidate|report|sue|out|cancel|follow)\s+"
             r"(?:you|u|him|her|them|your|his|their|whoever|whomever|anyone\s+who|anybody\s+who|the\s+(?:person|guy|one|idiot|people|clown)\s+who|(?:that|the|this|our|my|your)\s+(?:judge|gm|dm|guy|kid|player|mod|moderator|ref|referee|host|organi[sz]er|owner|designer|developer|dev|admin|streamer|author)s?|(?-i:[A-Z][a-z]{2,}))\b(?!['’]s\b)(?!\s+(?:with\s+(?:my|a|an|the)\s+(?:spell|sword|fireball|attack|axe|bow|dagger|magic|weapon|creature|card)|in\s+(?:the\s+)?game|on\s+(?:the\s+)?board|next\s+turn|this\s+turn|first))"
-            r"|\bmake\s+(?:you|him|her|them|that\s+\w+)\s+(?:pay|regret|suffer|bleed)\b"
+            r"|\bmake\s+(?:you|him|her|them|that\s+\w+)\s+(?:pay|regret|suffer|bleed)\b(?!\s+(?:\d|x\b|life|mana|the|for|an?\b|extra|additional|more|twice|double|with|its|that|this|each|one|two|three))"
             r"|\b(?:in\s+real\s+life|irl|after\s+the\s+(?:game|session|match|tournament|event)|outside\s+the\s+(?:game|store|club|venue)|at\s+(?:your|his|her)\s+(?:house|home|door|work|school))\b[^.?!]{0,40}\b(?:kill|hurt|beat|punch|stab|shoot|find|wait|get|deal\s+with|visit|see)\b"
             r"|\b(?:kill|hurt|beat|punch|stab|shoot|find|get|deal\s+with)\s+(?:you|him|her|them)\b[^.?!]{0,30}\b(?:in\s+real\s+life|irl|after\s+the\s+(?:game|session|match)|outside|at\s+(?:your|his|her)\s+(?:house|home|work|school))"
             r"|\b(?:i'?ll|i\s+will|gonna|going\s+to|i'?m\s+going\s+to)\s+(?:\w+\s+)?(?:slash|key|smash|burn|trash|vandali[sz]e|wreck|break|bust|kick\s+in|punch\s+in|cave\s+in)\s+(?:your|his|her|their|(?-i:[A-Z][a-z]{2,})['’]s)\s+(?:tyres|tires|car|house|windows?|face|teeth|legs|head|skull|kneecaps|nose|door|stuff|things)"
