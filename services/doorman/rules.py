@@ -210,6 +210,8 @@ _INJECTION = [
             r"|\b(?:respond|reply|answer|output|say|print|write)\s+(?:only|exactly|just|nothing\s+but|verbatim)\s+(?:with|the|\"|'|\w+)"
             r"|\b(?:respond|reply|answer|start\s+your\s+(?:reply|answer|response))\s+(?:to\s+(?:this|everything|every\s+question)\s+)?with\s+[\"']"
             r"|\b(?:respond|reply|answer)\s+with\s+your\b"
+            r"|\b(?:for|to|attention|note\s+to|dear|hey|message\s+for)\s+(?:the\s+|any\s+)?(?:ai|bot|model|assistant|llm|chatbot|moderation\s+bot|moderator\s+bot|doorman|screener|filter|language\s+model)(?:\s+(?:reading|screening|checking|processing)\s+this)?\s*[:,-]"
+            r"|\b(?:all|every|your)\s+(?:future\s+)?(?:answers|replies|responses|rulings|outputs)\s+(?:must|should|will|shall)\s+(?:now\s+|always\s+)?(?:include|contain|start|begin|end|mention|link|say|recommend)"
             r"|\bpwn(?:ed|d)\b|\bi\s+have\s+been\s+(?:pwned|hacked|jailbroken)\b"
             r"|\b(?:approve|clear|accept|allow|publish|post)\s+(?:this|my)\s+(?:question|post|message|text)\s+(?:without|and\s+(?:skip|ignore|bypass))"
             r"|\b(?:mark|classify|label|rate|treat)\s+(?:this|my)\s+(?:question|message|post|text)?\s*as\s+(?:safe|clean|clear|approved|harmless|ok)"
@@ -403,7 +405,8 @@ def _luhn(digits: str) -> bool:
 
 def check_personal_data(text: str) -> str | None:
     t = plain(text)
-    if _EMAIL.search(text) or _EMAIL.search(t) or _EMAIL_SPELLED.search(t):
+    spaced_out = re.sub(r"\s+", "", t) if ("@" in t or "(at)" in t or "[at]" in t) else ""
+    if _EMAIL.search(text) or _EMAIL.search(t) or _EMAIL_SPELLED.search(t) or _EMAIL.search(spaced_out):
         return "contains an email address"
     for m in _PHONE.finditer(t):
         digits = "".join(ch for ch in m.group(0) if ch.isdigit())
@@ -604,6 +607,11 @@ _AD_STRONG = _rx(
     r"Lettings|Garage|Builders|Landscaping|Accountants|Solicitors|Properties|Logistics|Marketing|Media|Tattoo|Barbers|Nails|Spa)\b)"
     r"|[£$€]\s?\d+(?:[.,]\d\d)?\s+(?:a|per|each|for\s+a|/)\s*(?:session|lesson|hour|class|game\s+night|seat|player|month|week|night|bottle|box|pack)\b"
     r"|\b(?:fake|forged|counterfeit|novelty)\s+(?:ids?|passports?|documents|diplomas|degrees|licen[cs]es|money|notes|bills|banknotes)\b|\b(?:fast|worldwide|discreet|express)\s+shipping\b"
+    r"|\b(?:envio\s+gratis|ofertas?\s+(?:increibles|especiales|unicas)|precios?\s+(?:bajos|increibles|imbatibles)|escribeme|llamanos|"
+    r"livraison\s+gratuite|prix\s+(?:imbattables|bas|casses)|vente\s+de|a\s+vendre|contactez(?:-|\s)nous|"
+    r"gunstige?|jetzt\s+(?:anfragen|bestellen|kaufen|buchen)|versandkostenfrei|sonderangebot|kredite?\s+ohne|"
+    r"spedizione\s+gratuita|prezzi\s+bassi|offerta\s+speciale|frete\s+gratis|promocao)\b"
+    r"|\b(?:sell|buy|selling|buying)\s+(?:me\s+)?(?:your|my|their|old|aged|cheap)\s+(?:\w+\s+)?(?:accounts?|logins?)\b"
     r"|\b(?:weight\s+loss|lose\s+\d+\s*(?:kg|lbs?|pounds)|diet\s+pills|male\s+enhancement|viagra|cialis|payday\s+loans?|"
     r"casino\s+bonus|sports\s+betting|free\s+spins|escort|hookup|singles\s+in\s+your\s+area|cheap\s+flights|replica\s+watches)\b"
 )
@@ -939,10 +947,30 @@ _HARASS = [
 ]
 
 
+_HARASS_INTL = _rx(
+    r"\b(?:eres|sos)\s+(?:un|una|muy)?\s*(?:idiota|imbecil|estupido|estupida|tonto|tonta|inutil|perdedor|subnormal|gilipollas|payaso)"
+    r"|\b(?:t'?es|tu\s+es|vous\s+etes)\s+(?:vraiment\s+|trop\s+)?(?:un|une)?\s*(?:idiot|idiote|imbecile|cretin|crétin|abruti|debile|nul|nulle|connard|conne)"
+    r"|\bdu\s+(?:bist|bist\s+so|bist\s+ein)\s+(?:so\s+)?(?:ein|eine)?\s*(?:idiot|trottel|vollidiot|depp|versager|arschloch|spast|opfer|dummkopf)"
+    r"|\bsei\s+(?:un|una|proprio\s+un)\s+(?:idiota|cretino|stupido|stupida|coglione|deficiente)|\bvoce\s+e\s+(?:um|uma)\s+(?:idiota|burro|imbecil)"
+)
+_HARASS_SCRIPT = re.compile(
+    r"(?:ты|вы)\s+(?:\w+\s+)?(?:идиот|дурак|дура|дебил|тупой|тупая|урод|мразь|чмо|придурок|лох|ничтожество)"
+    r"|(?:你|妳|您)(?:是|真是|就是)?(?:个|一个)?(?:白痴|傻瓜|笨蛋|蠢货|废物|傻逼|垃圾|弱智|混蛋)|去死|滚开|(?:お前|てめえ|あんた)(?:は)?(?:バカ|アホ|クズ)"
+)
+_HACKING = _rx(
+    r"\b(?:hack|ddos|dos|phish|brute[\s-]?force|crack)\s+(?:into\s+)?(?:my|his|her|their|your|(?-i:[A-Z][a-z]+)['’]s|\w+['’]s)\s+(?:ex['’]?s?\s+)?(?:\w+\s+)?(?:account|instagram|insta|facebook|fb|email|gmail|phone|discord|twitter|snap(?:chat)?|tiktok|router|pc|computer|wifi|steam|psn|server)"
+    r"|\bhack\s+my\s+ex\b"
+)
 _QUOTED = re.compile(r"\"[^\"]{1,200}\"|“[^”]{1,200}”|«[^»]{1,200}»")
 
 
 def check_harassment(text: str) -> str | None:
+    if _HARASS_INTL.search(plain(text)) or _HARASS_SCRIPT.search(
+        unicodedata.normalize("NFKC", text).casefold()
+    ):
+        return "harassment (an insult aimed at a person)"
+    if _HACKING.search(text):
+        return "harassment (asks to break into a person's account)"
     # the original text too: a person's name is matched by its capital letter
     for variant in (plain(text), text, unmasked(text)):
         for reason, rx in _HARASS:
