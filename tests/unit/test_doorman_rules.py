@@ -193,7 +193,7 @@ ORDINARY = [
     "¿Puede un pícaro usar Acción Astuta para esconderse en combate?",
     "Est-ce que le videur (doubling cube) peut être refusé au backgammon ?",
     "Kann ein Magier Rüstung tragen in Basic Fantasy?",
-    "Is there a rule about the AI opponent in the solitaire app cheating? just kidding, how is FreeCell scored",
+    "Is there a rule about the AI opponent in the solitaire app cheating? jk, how is FreeCell scored",
     "The book says 'the GM has the final say' — so can my GM ban a whole class?",
     "Can I target myself with Cure Wounds while unconscious? (obviously not, but why)",
     "What do the numbers 2/2 mean on a creature card?",
