@@ -376,6 +376,7 @@ _ID_WORDS = (
 _ID_NEAR = re.compile(
     rf"\b(?:{_ID_WORDS})\b[^\n]{{0,30}}?(?<![\w-])(?=[A-Z0-9-]*\d)[A-Z0-9][A-Z0-9 /.-]{{3,}}[A-Z0-9]\b", _I
 )
+_IP = re.compile(r"(?<![\d.])(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}(?![\d.])")
 _SSN = re.compile(r"\b\d{3}-\d{2}-\d{4}\b|\b\d{3}\s\d{2}\s\d{4}\b")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}\s?(?:[A-Z0-9]{4}\s?){2,7}[A-Z0-9]{1,4}\b")
 _LICENCE_UK = re.compile(r"\b[A-Z9]{5}\d{6}[A-Z9]{2}\d[A-Z]{2}\b")
@@ -420,6 +421,8 @@ def check_personal_data(text: str) -> str | None:
         return "contains a phone number (spelled out)"
     if _SSN.search(t) or _IBAN.search(text) or _LICENCE_UK.search(text) or _ID_NEAR.search(text):
         return "contains an identity, card or account number"
+    if _IP.search(t) and re.search(r"\bip\b|\baddress\b|\bserver\b|\blocation\b", t):
+        return "contains an IP address"
     if _DATE_OF_BIRTH.search(t):
         return "contains a date of birth"
     for rx in _ADDRESS:
@@ -612,6 +615,8 @@ _AD_STRONG = _rx(
     r"gunstige?|jetzt\s+(?:anfragen|bestellen|kaufen|buchen)|versandkostenfrei|sonderangebot|kredite?\s+ohne|"
     r"spedizione\s+gratuita|prezzi\s+bassi|offerta\s+speciale|frete\s+gratis|promocao)\b"
     r"|\b(?:sell|buy|selling|buying)\s+(?:me\s+)?(?:your|my|their|old|aged|cheap)\s+(?:\w+\s+)?(?:accounts?|logins?)\b"
+    r"|\b(?:lose\s+weight\s+(?:fast|quickly|now|today)|burn\s+fat\s+(?:fast|quickly)|keto\s+(?:gummies|pills|diet\s+pills)|(?:cbd|diet|slimming)\s+gummies|"
+    r"free\s+(?:iphone|ipad|macbook|ps5|playstation|xbox|switch|samsung|gift\s*cards?|airpods)\b|enter\s+your\s+(?:card|bank|credit\s+card|payment)\s+(?:details|number|info))"
     r"|\b(?:weight\s+loss|lose\s+\d+\s*(?:kg|lbs?|pounds)|diet\s+pills|male\s+enhancement|viagra|cialis|payday\s+loans?|"
     r"casino\s+bonus|sports\s+betting|free\s+spins|escort|hookup|singles\s+in\s+your\s+area|cheap\s+flights|replica\s+watches)\b"
 )
@@ -899,6 +904,7 @@ _HARASS = [
             r"|\bteach\s+(?:you|him|her|them|that\s+\w+|(?-i:[A-Z][a-z]{2,}))\s+a\s+lesson\b"
             r"|\bmake\s+(?:your|his|her|their|(?-i:[A-Z][a-z]{2,})['’]s)\s+(?:life|week|time\s+here)\s+(?:a\s+)?(?:hell|miserable|a\s+misery|unbearable)"
             r"|\bruin\s+(?:your|his|her|their|(?-i:[A-Z][a-z]{2,})['’]s)\s+(?:life|reputation|career)"
+            r"|\bi\s+(?:know|have|got|found)\s+(?:your|his|her|their)\s+(?:ip|ip\s+address|real\s+name|home\s+address|address|school|workplace|family|parents|phone\s+number)\b"
             r"|\bi\s+know\s+where\s+(?:[\w'’-]+\s+){1,7}?(?:live|lives|work|works|sleep|sleeps|park|parks|stay|stays|go\s+to\s+school|goes\s+to\s+school)\b"
             r"|\b(?:show|turn)\s+up\s+(?:at|outside)\s+(?:your|his|her|their|(?-i:[A-Z][a-z]+)['’]s)\s+(?:door|house|home|place|work|office|school|flat)"
             r"|\b(?:watch|better\s+watch|'d\s+better\s+watch|’d\s+better\s+watch)\s+(?:your|ur|his|her|their)\s+back\b|\byou(?:'ll|\s+will)\s+(?:regret|pay\s+for)\b|\byou(?:'re|\s+are)\s+(?:dead\s+meat|so\s+dead|next|finished)\b"
