@@ -480,6 +480,8 @@ _PROMO = [
             r"|\bno\s+(?:survey|human\s+verification)\b"
             r"|\b(?:dm|message|msg|contact|find|add|follow|hit)\s+(?:me|us)\s+(?:up\s+)?(?:on|at|via)\s+(?:insta(?:gram)?|ig|twitter|x|tiktok|discord|telegram|whatsapp|snap(?:chat)?|fb|facebook|kik|signal|reddit|twitch|youtube)\b"
             r"|\b(?:insta(?:gram)?|ig|twitter|tiktok|telegram|snap(?:chat)?|discord|twitch|youtube|threads|bluesky)\s*(?::|is|at|-)?\s*@[\w.]{3,}"
+            r"|\bfollow\s+@[\w.]{3,}|@[\w.]{3,}\s+on\s+(?:tiktok|insta(?:gram)?|twitter|x|youtube|twitch|telegram|snap(?:chat)?|threads|bluesky|facebook|discord)\b"
+            r"|\bmy\s+(?:store|shop|business|company|channel|brand|stall|page)['’]?s?\s+(?:name\s+)?is\b|\bcheap\s+(?:\w+\s+){0,3}singles\b"
             r"|\bjoin\b[^.?!]{0,40}\bon\s+(?:telegram|discord|whatsapp|signal|kik)\b|\bgiveaway\b[^.?!]{0,40}@\w{3,}"
         ),
     ),
@@ -905,6 +907,7 @@ _HARASS = [
             r"|\bmake\s+(?:your|his|her|their|(?-i:[A-Z][a-z]{2,})['’]s)\s+(?:life|week|time\s+here)\s+(?:a\s+)?(?:hell|miserable|a\s+misery|unbearable)"
             r"|\bruin\s+(?:your|his|her|their|(?-i:[A-Z][a-z]{2,})['’]s)\s+(?:life|reputation|career)"
             r"|\bi\s+(?:know|have|got|found)\s+(?:your|his|her|their)\s+(?:ip|ip\s+address|real\s+name|home\s+address|address|school|workplace|family|parents|phone\s+number)\b"
+            r"|\b(?:be\s+)?waiting\s+for\s+(?:you|him|her|them|(?-i:[A-Z][a-z]{2,}))\s+(?:outside|after|in\s+the\s+car\s+park|in\s+the\s+parking\s+lot|at\s+(?:your|his|her)\s+\w+)"
             r"|\bi\s+know\s+where\s+(?:[\w'’-]+\s+){1,7}?(?:live|lives|work|works|sleep|sleeps|park|parks|stay|stays|go\s+to\s+school|goes\s+to\s+school)\b"
             r"|\b(?:show|turn)\s+up\s+(?:at|outside)\s+(?:your|his|her|their|(?-i:[A-Z][a-z]+)['’]s)\s+(?:door|house|home|place|work|office|school|flat)"
             r"|\b(?:watch|better\s+watch|'d\s+better\s+watch|’d\s+better\s+watch)\s+(?:your|ur|his|her|their)\s+back\b|\byou(?:'ll|\s+will)\s+(?:regret|pay\s+for)\b|\byou(?:'re|\s+are)\s+(?:dead\s+meat|so\s+dead|next|finished)\b"
