@@ -24,7 +24,7 @@ from gateway import api, pages
 from gateway.asking import RoadHandle
 from gateway.context import HERE, Ctx, ctx, make_templates, render
 from gateway.screening import Screening
-from gateway.security import SESSION_COOKIE, Guard, RateLimiter, new_session_id, valid_session_id
+from gateway.security import SESSION_COOKIE, Guard, SharedRateLimiter, new_session_id, valid_session_id
 from gateway.settings import GatewaySettings, check, load_settings
 from rulesage import db, mesh
 from rulesage.admission import Gate
@@ -89,8 +89,9 @@ def create_app(
     app.state.ctx = Ctx(
         settings=settings,
         guard=Guard(settings.rulesage_session_secret, settings.rulesage_admin_token),
-        ask_limiter=RateLimiter(settings.rulesage_ask_rate),
-        login_limiter=RateLimiter(settings.rulesage_login_rate),
+        # shared by every replica (Postgres), keyed on the player's address (see RULESAGE_FORWARDED_ALLOW_IPS)
+        ask_limiter=SharedRateLimiter(pool, "ask", settings.rulesage_ask_rate),
+        login_limiter=SharedRateLimiter(pool, "login", settings.rulesage_login_rate),
         pool=pool,
         screening=screening,
         templates=make_templates(),

@@ -19,7 +19,7 @@ from starlette.responses import Response
 from gateway import shelf, wrench
 from gateway.asking import RoadHandle
 from gateway.screening import Screening
-from gateway.security import Guard, RateLimiter
+from gateway.security import Guard, SharedRateLimiter
 from gateway.settings import GatewaySettings
 from rulesage.admission import Gate, Saturated
 from rulesage.core.questions import BadQuestion
@@ -32,8 +32,8 @@ HERE = Path(__file__).resolve().parent
 class Ctx:
     settings: GatewaySettings
     guard: Guard
-    ask_limiter: RateLimiter
-    login_limiter: RateLimiter
+    ask_limiter: SharedRateLimiter
+    login_limiter: SharedRateLimiter
     pool: Any
     screening: Screening
     templates: Jinja2Templates
@@ -103,7 +103,7 @@ class AskError(Exception):
 
 async def check_ask(c: Ctx, client: str, game: str, question: str) -> tuple[dict[str, Any], str]:
     """Rate limit, then the question's length and the game; returns (game, trimmed question)."""
-    verdict = c.ask_limiter.hit(client)
+    verdict = await c.ask_limiter.hit(client)
     if not verdict.allowed:
         raise AskError(
             429,

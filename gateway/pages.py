@@ -12,6 +12,7 @@ from starlette.responses import Response
 from gateway import shelf, wrench
 from gateway.context import AskError, Ctx, ask, check_ask, client_address, ctx, render, session_id
 from gateway.security import ADMIN_COOKIE
+from gateway.wrench import doorman_report
 from rulesage import rulings
 
 router = APIRouter(include_in_schema=False)
@@ -131,6 +132,14 @@ async def wall_page(request: Request, page: Annotated[int, Query(ge=1, le=100_00
     return render(request, "wall.html", rulings=items, page=page, pages=pages, total=total)
 
 
+@router.get("/about/doorman")
+async def about_doorman(request: Request) -> Response:
+    c = ctx(request)
+    async with c.pool.connection() as conn:
+        latest = await rulings.latest_doorman(conn)
+    return render(request, "about_doorman.html", report=doorman_report(), latest=latest)
+
+
 # The review queue --------------------------------------------------------------------------------------
 
 
@@ -160,12 +169,12 @@ async def login(
     _admin(c, request)
     _csrf_or_403(c, request, csrf)
     client = client_address(request)
-    blocked = c.login_limiter.peek(client)
+    blocked = await c.login_limiter.peek(client)
     if not blocked.allowed:  # checked before the token: a right guess past the limit does not get in
         message = f"Too many wrong tokens. Try again in {blocked.retry_after_s} seconds."
         return render(request, "login.html", status=429, error=message)
     if not c.guard.token_ok(token):
-        c.login_limiter.hit(client)
+        await c.login_limiter.hit(client)
         return render(request, "login.html", status=401, error="That token is not right.")
     response = _see_other("/admin/queue")
     response.set_cookie(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
 import grpc
@@ -16,6 +17,10 @@ from rulesage.runner import GRPC_OPTIONS
 from rulesage.v1 import doorman_pb2, doorman_pb2_grpc
 
 log = logging.getLogger(__name__)
+
+
+def _info(t0: float, holder: str, checks: list[str] | None = None) -> dict[str, Any]:
+    return {"holder": holder, "checks": checks or [], "ms": round((time.perf_counter() - t0) * 1000.0, 1)}
 
 
 class Screening:
@@ -65,25 +70,32 @@ class Screening:
 
     async def ask_doorman(self, question: str) -> tuple[bool, str]:
         """(cleared, reason). Fails one way: any error or timeout is a hold with its reason."""
+        cleared, reason, _ = await self.consult(question)
+        return cleared, reason
+
+    async def consult(self, question: str) -> tuple[bool, str, dict[str, Any]]:
+        """(cleared, reason, the doorman's info for the wrench: holder, checks, ms)."""
+        t0 = time.perf_counter()
         try:
             if self._channel is None:
                 raise RuntimeError("screening not started")
             stub = doorman_pb2_grpc.DoormanStub(self._channel)
             result = await stub.Screen(doorman_pb2.ScreenRequest(text=question), timeout=self.timeout_s)
         except grpc.aio.AioRpcError as exc:
-            return False, f"doorman unavailable ({exc.code().name})"
+            return False, f"doorman unavailable ({exc.code().name})", _info(t0, "unreachable")
         except Exception as exc:
             log.warning("doorman call failed: %s", exc)
-            return False, f"doorman unavailable ({type(exc).__name__})"
+            return False, f"doorman unavailable ({type(exc).__name__})", _info(t0, "unreachable")
+        info = _info(t0, result.holder or "unnamed", list(result.checks))
         if result.decision == doorman_pb2.CLEAR:
-            return True, result.reason or "clean"
-        return False, result.reason or "held by the doorman"
+            return True, result.reason or "clean", info
+        return False, result.reason or "held by the doorman", info
 
     async def screen(self, rid: str, question: str) -> tuple[bool, str]:
-        cleared, reason = await self.ask_doorman(question)
+        cleared, reason, info = await self.consult(question)
         try:
             async with self.pool.connection() as conn:
-                await rulings.record_screening(conn, rid, cleared, reason)
+                await rulings.record_screening(conn, rid, cleared, reason, info)
         except Exception as exc:  # stays pending; the sweeper will try again
             log.warning("could not record the doorman's decision on %s: %s", rid, exc)
         return cleared, reason

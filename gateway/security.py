@@ -5,16 +5,22 @@
 - The review queue opens only when RULESAGE_ADMIN_TOKEN is set. The JSON API takes it as a Bearer header;
   the pages exchange it once (login form) for a cookie bound to the session: HMAC(token, "admin:" + sid).
   Every comparison is hmac.compare_digest.
-- Asks are rate limited per client with the `limits` library (moving window, in memory).
+- Asks and wrong admin tokens are rate limited per client address (moving window). In the gateway the counts
+  live in Postgres (SharedRateLimiter), so every replica reads the same bucket: a player gets the configured
+  limit however many replicas the autoscaler runs. RateLimiter keeps them in one process's memory (tests,
+  tools).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import math
+import random
 import secrets
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import limits
 from limits.storage import MemoryStorage
@@ -99,4 +105,62 @@ class RateLimiter:
         if verdict.allowed:
             for item in self.items:
                 self._limiter.hit(item, client)
+        return verdict
+
+
+class SharedRateLimiter:
+    """The same moving windows as RateLimiter, counted in Postgres (table rate_hits) so that every gateway
+    replica shares them. A check and its hit hold a transaction-scoped advisory lock on (bucket, client), so
+    two replicas cannot both let the last request of a window through. Fails closed: if Postgres is down the
+    request fails (503), it is never let through uncounted."""
+
+    def __init__(self, pool: Any, bucket: str, spec: str) -> None:
+        self.pool = pool
+        self.bucket = bucket
+        self.spec = spec
+        self.items = limits.parse_many(spec)
+        self.windows = [(item.amount, float(item.get_expiry())) for item in self.items]
+        self.longest_s = max(w for _, w in self.windows)
+
+    async def _check(self, conn: Any, client: str) -> Limit:
+        for amount, window_s in self.windows:
+            cur = await conn.execute(
+                "SELECT at FROM rate_hits WHERE bucket = %s AND client = %s"
+                " AND at > clock_timestamp() - make_interval(secs => %s) ORDER BY at DESC OFFSET %s LIMIT 1",
+                (self.bucket, client, window_s, amount - 1),
+            )
+            row = await cur.fetchone()
+            if row is not None:  # `amount` hits inside the window: full until the oldest of them ages out
+                cur = await conn.execute(
+                    "SELECT extract(epoch FROM (%s + make_interval(secs => %s)) - clock_timestamp())",
+                    (row[0], window_s),
+                )
+                left = (await cur.fetchone())[0]
+                return Limit(False, max(1, math.ceil(float(left))))
+        return Limit(True, 0)
+
+    async def peek(self, client: str) -> Limit:
+        async with self.pool.connection() as conn:
+            return await self._check(conn, client)
+
+    async def hit(self, client: str) -> Limit:
+        async with self.pool.connection() as conn, conn.transaction():
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"rate:{self.bucket}:{client}",)
+            )
+            verdict = await self._check(conn, client)
+            if verdict.allowed:
+                await conn.execute(
+                    "INSERT INTO rate_hits (bucket, client) VALUES (%s, %s)", (self.bucket, client)
+                )
+            await conn.execute(
+                "DELETE FROM rate_hits WHERE bucket = %s AND client = %s"
+                " AND at < clock_timestamp() - make_interval(secs => %s)",
+                (self.bucket, client, self.longest_s),
+            )
+            if random.random() < 0.01:  # now and then, everyone's expired rows too
+                await conn.execute(
+                    "DELETE FROM rate_hits WHERE at < clock_timestamp() - make_interval(secs => %s)",
+                    (max(self.longest_s, 86400.0),),
+                )
         return verdict

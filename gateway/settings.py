@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 import limits
 
 from rulesage.config import CommonSettings, ConfigError, load
@@ -35,7 +37,10 @@ class GatewaySettings(CommonSettings):
     rulesage_wall_page_size: int = 20
     # Mark cookies Secure (behind HTTPS).
     rulesage_secure_cookies: bool = False
-    # Trust X-Forwarded-For from these proxies for the rate-limit key (uvicorn's forwarded_allow_ips).
+    # The reverse proxies whose X-Forwarded-For is believed (uvicorn's forwarded_allow_ips): addresses or
+    # CIDRs, comma-separated. The rate limit and the login lockout key on the address this yields: the
+    # rightmost X-Forwarded-For entry not added by one of these proxies. Behind ingress-nginx: the controller
+    # pods' CIDR (k8s overlays); behind any other proxy: its address (README, "Behind a reverse proxy").
     rulesage_forwarded_allow_ips: str = "127.0.0.1"
 
 
@@ -60,5 +65,13 @@ def check(settings: GatewaySettings) -> None:
         raise ConfigError("bad configuration: RULESAGE_ASK_QUEUE_WAIT_S must be > 0")
     if settings.rulesage_wall_page_size < 1:
         raise ConfigError("bad configuration: RULESAGE_WALL_PAGE_SIZE must be at least 1")
+    for entry in (e.strip() for e in settings.rulesage_forwarded_allow_ips.split(",")):
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"bad configuration: RULESAGE_FORWARDED_ALLOW_IPS has {entry!r}: expected proxy addresses or "
+                "CIDRs, comma-separated (a '*' would let any client choose its own rate-limit key)"
+            ) from None
     if not 0 < settings.rulesage_max_question_chars <= 10_000:
         raise ConfigError("bad configuration: RULESAGE_MAX_QUESTION_CHARS must be in 1..10000")

@@ -6,6 +6,7 @@ arms/(k+1), and printed beside its formula, so an old ruling is judged by the ar
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from rulesage.core import rrf
 from rulesage.core.models import StageState
 from rulesage.core.rrf import CEILING_TOLERANCE
+from rulesage.doorman_report import stored_report
 
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -136,6 +138,29 @@ def view(ruling: dict[str, Any], trace_url: str = "") -> dict[str, Any]:
         "trace_id": trace_id,
         "trace_link": trace_link(trace_url, trace_id),
         "models": ruling.get("models") or {},
+        "doorman": doorman_view(ruling),
+    }
+
+
+@functools.cache
+def doorman_report() -> dict[str, Any] | None:
+    """The doorman's last exam (rulesage/doorman_exam_report.json, shipped in the package), read once."""
+    return stored_report()
+
+
+def doorman_view(ruling: dict[str, Any]) -> dict[str, Any]:
+    """The wrench's doorman panel: what it decided, why, who held the role, which checks ran."""
+    info = (ruling.get("wrench") or {}).get("doorman") or {}
+    report = doorman_report()
+    state = str(ruling.get("public_state") or "pending")
+    return {
+        "state": state,
+        "reason": str(ruling.get("public_reason") or ""),
+        "holder": str(info.get("holder") or ""),
+        "checks": [str(c) for c in info.get("checks") or []],
+        "ms": _num(info.get("ms")),
+        "exam_passed": bool(report and report.get("passed")),
+        "exam_holder": str(report["doorman"]["name"]) if report else "",
     }
 
 

@@ -1,4 +1,5 @@
-"""The `rulesage` command line: up, down, status, migrate, ingest, ask, eval, bench, serve, train-reranker."""
+"""The `rulesage` command line: up, down, status, migrate, ingest, ask, eval, bench, doorman-exam, serve,
+train-reranker."""
 
 from __future__ import annotations
 
@@ -143,6 +144,14 @@ def cmd_bench(ns: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doorman_exam(ns: argparse.Namespace) -> int:
+    import importlib
+
+    # the exam belongs to the doorman service: imported by name, as the registry's entry points are
+    exam = importlib.import_module(f"{mesh_module('doorman')}.exam_cli")
+    return int(exam.main(ns.exam, ns.json, ns.write_report))
+
+
 def cmd_serve(ns: argparse.Namespace) -> int:
     from rulesage import mesh
 
@@ -205,6 +214,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--rounds", type=int, default=1)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_bench)
+
+    s = sub.add_parser("doorman-exam", help="the doorman sits its exam: a table per class and five gates")
+    s.add_argument("--exam", help="a labelled exam (.jsonl); default data/doorman/exam.jsonl")
+    s.add_argument("--json", action="store_true", help="print only the JSON report")
+    s.add_argument(
+        "--write-report",
+        nargs="?",
+        const="-",
+        metavar="PATH",
+        help="also store the report (default rulesage/doorman_exam_report.json, shown on /about/doorman)",
+    )
+    s.set_defaults(func=cmd_doorman_exam)
 
     s = sub.add_parser("serve", help="run one service in the foreground (what each container runs)")
     s.add_argument("name", choices=_servable())

@@ -167,13 +167,28 @@ async def review(conn: Any, rid: str, state: str, reason: str) -> bool:
     return bool(cur.rowcount)
 
 
-async def record_screening(conn: Any, rid: str, cleared: bool, reason: str) -> bool:
-    """The doorman's decision, applied only while the ruling is still pending (a reviewer's word stands)."""
+async def record_screening(
+    conn: Any, rid: str, cleared: bool, reason: str, doorman: dict[str, Any] | None = None
+) -> bool:
+    """The doorman's decision, applied only while the ruling is still pending (a reviewer's word stands).
+    ``doorman`` (who held the role, the checks it ran, its time) goes into the wrench as wrench.doorman."""
     cur = await conn.execute(
-        "UPDATE rulings SET public_state = %s, public_reason = %s WHERE id = %s AND public_state = 'pending'",
-        ("cleared" if cleared else "held", reason, rid),
+        "UPDATE rulings SET public_state = %s, public_reason = %s,"
+        " wrench = coalesce(wrench, '{}'::jsonb) || jsonb_build_object('doorman', %s::jsonb)"
+        " WHERE id = %s AND public_state = 'pending'",
+        ("cleared" if cleared else "held", reason, Jsonb(doorman or {}), rid),
     )
     return bool(cur.rowcount)
+
+
+async def latest_doorman(conn: Any) -> str:
+    """Who the doorman said it was when it last screened a question ("" before any screening)."""
+    cur = await conn.execute(
+        "SELECT wrench->'doorman'->>'holder' FROM rulings WHERE wrench->'doorman'->>'holder' IS NOT NULL"
+        " AND wrench->'doorman'->>'holder' <> 'unreachable' ORDER BY created_at DESC, id LIMIT 1"
+    )
+    row = await cur.fetchone()
+    return str(row[0]) if row else ""
 
 
 async def pending(conn: Any, *, older_than_s: float = 0.0, limit: int = 50) -> list[tuple[str, str]]:

@@ -2,7 +2,8 @@
 # Create .venv (Python 3.11) and install RuleSage with what it needs. Idempotent and quiet on a second run.
 #   RULESAGE_WITH_LLAMA=1  also build llama-cpp-python (~10 min on 2 cores the first time; pip caches the wheel)
 #   RULESAGE_SYSTEM_DEPS=1 also apt-get the system tools the full test suite uses (needs root): Chromium and
-#                          ChromeDriver (end-to-end page test), tesseract (OCR), poppler-utils
+#                          ChromeDriver (end-to-end page test), tesseract (OCR), poppler-utils, nginx (the
+#                          reverse-proxy rate-limit test, tests/integration/test_proxy_limits.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,7 +13,7 @@ command -v "$PY" >/dev/null || PY=python3
 
 if [ "${RULESAGE_SYSTEM_DEPS:-0}" = 1 ] && [ "$(id -u)" = 0 ]; then
   missing=""
-  for pair in chromium:chromium chromedriver:chromium-driver tesseract:tesseract-ocr pdftotext:poppler-utils; do
+  for pair in chromium:chromium chromedriver:chromium-driver tesseract:tesseract-ocr pdftotext:poppler-utils nginx:nginx-light; do
     command -v "${pair%%:*}" >/dev/null || missing="$missing ${pair#*:}"
   done
   if [ -n "$missing" ]; then

@@ -25,19 +25,19 @@ _sym_db = _symbol_database.Default()
 from rulesage.v1 import common_pb2 as rulesage_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19rulesage/v1/doorman.proto\x12\x0brulesage.v1\x1a\x18rulesage/v1/common.proto\"\x1d\n\rScreenRequest\x12\x0c\n\x04text\x18\x01 \x01(\t\"\x82\x01\n\x0cScreenResult\x12\'\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0e\x32\x15.rulesage.v1.Decision\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0e\n\x06\x63hecks\x18\x03 \x03(\t\x12)\n\x07timings\x18\x04 \x03(\x0b\x32\x18.rulesage.v1.StageTiming*9\n\x08\x44\x65\x63ision\x12\x18\n\x14\x44\x45\x43ISION_UNSPECIFIED\x10\x00\x12\t\n\x05\x43LEAR\x10\x01\x12\x08\n\x04HOLD\x10\x02\x32J\n\x07\x44oorman\x12?\n\x06Screen\x12\x1a.rulesage.v1.ScreenRequest\x1a\x19.rulesage.v1.ScreenResultb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19rulesage/v1/doorman.proto\x12\x0brulesage.v1\x1a\x18rulesage/v1/common.proto\"\x1d\n\rScreenRequest\x12\x0c\n\x04text\x18\x01 \x01(\t\"\x92\x01\n\x0cScreenResult\x12\'\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0e\x32\x15.rulesage.v1.Decision\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0e\n\x06\x63hecks\x18\x03 \x03(\t\x12)\n\x07timings\x18\x04 \x03(\x0b\x32\x18.rulesage.v1.StageTiming\x12\x0e\n\x06holder\x18\x05 \x01(\t*9\n\x08\x44\x65\x63ision\x12\x18\n\x14\x44\x45\x43ISION_UNSPECIFIED\x10\x00\x12\t\n\x05\x43LEAR\x10\x01\x12\x08\n\x04HOLD\x10\x02\x32J\n\x07\x44oorman\x12?\n\x06Screen\x12\x1a.rulesage.v1.ScreenRequest\x1a\x19.rulesage.v1.ScreenResultb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'rulesage.v1.doorman_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_DECISION']._serialized_start=232
-  _globals['_DECISION']._serialized_end=289
+  _globals['_DECISION']._serialized_start=248
+  _globals['_DECISION']._serialized_end=305
   _globals['_SCREENREQUEST']._serialized_start=68
   _globals['_SCREENREQUEST']._serialized_end=97
   _globals['_SCREENRESULT']._serialized_start=100
-  _globals['_SCREENRESULT']._serialized_end=230
-  _globals['_DOORMAN']._serialized_start=291
-  _globals['_DOORMAN']._serialized_end=365
+  _globals['_SCREENRESULT']._serialized_end=246
+  _globals['_DOORMAN']._serialized_start=307
+  _globals['_DOORMAN']._serialized_end=381
 # @@protoc_insertion_point(module_scope)

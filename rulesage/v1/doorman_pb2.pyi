@@ -24,13 +24,15 @@ class ScreenRequest(_message.Message):
     def __init__(self, text: _Optional[str] = ...) -> None: ...
 
 class ScreenResult(_message.Message):
-    __slots__ = ("decision", "reason", "checks", "timings")
+    __slots__ = ("decision", "reason", "checks", "timings", "holder")
     DECISION_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     CHECKS_FIELD_NUMBER: _ClassVar[int]
     TIMINGS_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
     decision: Decision
     reason: str
     checks: _containers.RepeatedScalarFieldContainer[str]
     timings: _containers.RepeatedCompositeFieldContainer[_common_pb2.StageTiming]
-    def __init__(self, decision: _Optional[_Union[Decision, str]] = ..., reason: _Optional[str] = ..., checks: _Optional[_Iterable[str]] = ..., timings: _Optional[_Iterable[_Union[_common_pb2.StageTiming, _Mapping]]] = ...) -> None: ...
+    holder: str
+    def __init__(self, decision: _Optional[_Union[Decision, str]] = ..., reason: _Optional[str] = ..., checks: _Optional[_Iterable[str]] = ..., timings: _Optional[_Iterable[_Union[_common_pb2.StageTiming, _Mapping]]] = ..., holder: _Optional[str] = ...) -> None: ...

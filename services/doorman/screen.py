@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.doorman.judge import Judge
-from services.doorman.rules import DEFAULT_MAX_CHARS, Decision, Verdict, screen_rules
+from services.doorman.rules import DEFAULT_MAX_CHARS, Decision, Verdict, classifier_text, screen_rules
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +40,16 @@ class Screener:
     async def _screen(self, text: str, checks: list[str], timings: list[tuple[str, float]]) -> Verdict:
         t0 = time.perf_counter()
         checks.append("rules")
-        reason = screen_rules(text, self.max_chars)
+        # off the event loop: a slow rule is cut by the timeout (and held) instead of stalling every screening
+        reason = await asyncio.to_thread(screen_rules, text, self.max_chars)
         timings.append(("doorman.rules", _ms(t0)))
         if reason:
             return Verdict(Decision.HOLD, reason, checks)
 
         t0 = time.perf_counter()
         checks.append("profanity-check")
-        prob = await asyncio.to_thread(self.classifier, text)
+        read = classifier_text(text)
+        prob = await asyncio.to_thread(self.classifier, read)
         timings.append(("doorman.profanity", _ms(t0)))
         if not 0.0 <= prob <= 1.0:
             return Verdict(Decision.HOLD, f"profanity classifier returned {prob!r}", checks)

@@ -10,7 +10,7 @@ import grpc
 from rulesage import telemetry
 from rulesage.config import CommonSettings, ConfigError, load
 from rulesage.v1 import common_pb2, doorman_pb2, doorman_pb2_grpc
-from services.doorman import classifier
+from services.doorman import classifier, exam
 from services.doorman.judge import Judge
 from services.doorman.rules import Decision
 from services.doorman.screen import Screener
@@ -29,8 +29,9 @@ class DoormanSettings(CommonSettings):
 
 
 class DoormanServicer(doorman_pb2_grpc.DoormanServicer):
-    def __init__(self, screener: Screener) -> None:
+    def __init__(self, screener: Screener, holder: str = "") -> None:
         self.screener = screener
+        self.holder = holder
 
     async def Screen(
         self, request: doorman_pb2.ScreenRequest, context: grpc.aio.ServicerContext
@@ -46,6 +47,7 @@ class DoormanServicer(doorman_pb2_grpc.DoormanServicer):
             decision=decision,
             reason=verdict.reason,
             checks=verdict.checks,
+            holder=self.holder,
             timings=[common_pb2.StageTiming(stage=s, ms=ms) for s, ms in timings]
             + [common_pb2.StageTiming(stage="doorman.screen", ms=total_ms)],
         )
@@ -84,9 +86,11 @@ class DoormanService:
             judge=judge,
             timeout_s=s.rulesage_doorman_timeout_s,
         )
+        # named in every answer (the wrench shows it) and on /about/doorman beside its last exam
+        self.holder = exam.holder(self.screener)["name"]
 
     def register(self, server: grpc.aio.Server) -> None:
-        doorman_pb2_grpc.add_DoormanServicer_to_server(DoormanServicer(self.screener), server)
+        doorman_pb2_grpc.add_DoormanServicer_to_server(DoormanServicer(self.screener, self.holder), server)
 
     async def start(self) -> None:
         classifier.warm()

@@ -183,3 +183,13 @@ def test_the_sample_ruling_the_page_tests_use_is_a_valid_ruling() -> None:
 
     ruling = Ruling.model_validate(sample_ruling())
     assert ruling.wrench.arms and all(a.state for a in ruling.wrench.arms)
+
+
+def test_trusted_proxies_are_addresses_or_cidrs_never_everyone() -> None:
+    from gateway.settings import GatewaySettings, check
+    from rulesage.config import ConfigError
+
+    check(GatewaySettings(rulesage_forwarded_allow_ips="127.0.0.1, 10.244.0.0/16,fd00::/8"))
+    for bad in ("*", "ingress-nginx", "10.0.0.0/33"):
+        with pytest.raises(ConfigError, match="RULESAGE_FORWARDED_ALLOW_IPS"):
+            check(GatewaySettings(rulesage_forwarded_allow_ips=bad))

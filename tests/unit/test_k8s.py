@@ -735,3 +735,58 @@ def test_database_url_goes_exactly_where_postgres_is_reachable(rendered: Rendere
             if name == "postgres":
                 continue
             assert handed == labelled, f"{kind} {name}: DATABASE_URL {handed}, postgres-client {labelled}"
+
+
+# -- the client address the guards key on -------------------------------------------------------------------
+
+
+def test_gateway_trusts_forwarded_for_only_from_the_ingress_controller(rendered: Rendered) -> None:
+    """Behind the Ingress every request comes from an ingress-nginx pod: unless the gateway trusts those pods'
+    X-Forwarded-For, all players share one rate-limit bucket and one login lockout (issue 17). The trusted set
+    is the pod CIDR, never everyone, and only the controller's pods may connect to gateway:8080 at all."""
+    import ipaddress
+
+    _, objs = rendered
+    gw = container(objs, "gateway")
+    value = env_value(gw, "RULESAGE_FORWARDED_ALLOW_IPS")
+    assert value, "the overlay must set RULESAGE_FORWARDED_ALLOW_IPS on the gateway"
+    nets = [ipaddress.ip_network(v.strip()) for v in value.split(",")]  # "*" or a typo fails here
+    assert all(n.is_private and n.prefixlen >= 8 for n in nets), value
+    assert not any(ipaddress.ip_address("127.0.0.1") in n for n in nets)
+    policies = of_kind(objs, "NetworkPolicy")
+    to_gateway = [
+        p
+        for p in policies.values()
+        if p["spec"]["podSelector"].get("matchLabels", {}).get("app.kubernetes.io/name") == "gateway"
+        and "Ingress" in p["spec"].get("policyTypes", [])
+    ]
+    peers = [
+        peer
+        for p in to_gateway
+        for rule in p["spec"].get("ingress", [])
+        if any(port.get("port") == GATEWAY_PORT for port in rule.get("ports", []))
+        for peer in rule.get("from", [])
+    ]
+    assert peers, "some policy must admit the ingress controller to gateway:8080"
+    for peer in peers:
+        assert "ipBlock" not in peer
+        assert peer["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "ingress-nginx"}
+        assert peer["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "ingress-nginx"}
+
+
+def test_rate_limits_are_shared_by_the_gateway_replicas(rendered: Rendered) -> None:
+    """The gateway autoscales (prod: up to 20 replicas); its limits live in Postgres, not in each replica, so
+    a player's limit is the configured one whatever the replica count (tests/integration/test_proxy_limits.py
+    shows two replicas sharing one bucket)."""
+    _, objs = rendered
+    hpa = of_kind(objs, "HorizontalPodAutoscaler")["gateway"]
+    assert hpa["spec"]["maxReplicas"] > 1
+    gw = container(objs, "gateway")
+    assert any(e["name"] == "DATABASE_URL" for e in gw["env"])  # the shared limits' store
+    from gateway.app import create_app
+    from gateway.security import SharedRateLimiter
+    from gateway.settings import GatewaySettings
+
+    app = create_app(GatewaySettings(), database_url="postgresql://unused/x", doorman_address="127.0.0.1:1")
+    assert isinstance(app.state.ctx.ask_limiter, SharedRateLimiter)
+    assert isinstance(app.state.ctx.login_limiter, SharedRateLimiter)
