@@ -35,35 +35,29 @@ WINDOW_WORDS = 200
 DEPTH = 80
 
 
-def _window(doc_key: str, words: list[str], pages: list[int]) -> dict[str, Any]:
-    return {
-        "doc_key": doc_key,
-        "text": " ".join(words),
-        "page_start": min(pages) if pages else None,
-        "page_end": max(pages) if pages else None,
-    }
-
-
 def windows(shelf_path: Path) -> tuple[dict[str, str], dict[str, list[dict[str, Any]]]]:
-    """(game -> family, family -> passages) with ~200-word passages of every document's latest release."""
+    """(game -> family, family -> passages): every document's latest release cut into consecutive
+    200-word passages, each with the page span its words came from."""
     shelf = load_shelf(shelf_path)
     family_of = {g.slug: g.family for g in shelf.games}
     latest = {d.key: d for d in shelf.documents}  # a later release of a key replaces the earlier
     out: dict[str, list[dict[str, Any]]] = {}
     for doc in latest.values():
         parsed = parse_document(doc.path, key=doc.key, kind=doc.kind)
-        words: list[str] = []
-        pages: list[int] = []
-        for p in parsed.passages:
-            if not p.searchable:
-                continue
-            words.extend(p.text.split())
-            pages.extend(x for x in (p.page_start, p.page_end) if x)
-            if len(words) >= WINDOW_WORDS:
-                out.setdefault(doc.family, []).append(_window(doc.key, words, pages))
-                words, pages = [], []
-        if words:
-            out.setdefault(doc.family, []).append(_window(doc.key, words, pages))
+        words = [
+            (w, p.page_start, p.page_end) for p in parsed.passages if p.searchable for w in p.text.split()
+        ]
+        for start in range(0, len(words), WINDOW_WORDS):
+            chunk = words[start : start + WINDOW_WORDS]
+            pages = [x for _, a, b in chunk for x in (a, b) if x]
+            out.setdefault(doc.family, []).append(
+                {
+                    "doc_key": doc.key,
+                    "text": " ".join(w for w, _, _ in chunk),
+                    "page_start": min(pages) if pages else None,
+                    "page_end": max(pages) if pages else None,
+                }
+            )
     return family_of, out
 
 
