@@ -24,7 +24,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from gateway.testing import seed_shelf, throwaway_database
+
+from tests.support.gateway_fixtures import seed_shelf, throwaway_database
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
