@@ -25,7 +25,7 @@ from gateway.asking import RoadHandle
 from gateway.context import HERE, Ctx, ctx, make_templates, render
 from gateway.screening import Screening
 from gateway.security import SESSION_COOKIE, Guard, SharedRateLimiter, new_session_id, valid_session_id
-from gateway.settings import GatewaySettings, check, load_settings
+from gateway.settings import GatewaySettings, load_settings
 from rulesage import db, mesh
 from rulesage.admission import Gate
 
@@ -53,7 +53,6 @@ def create_app(
     """Build the app. Settings default to the environment; the database to rulesage.db.database_url();
     the doorman to mesh.address("doorman") (RULESAGE_DOORMAN_ADDR)."""
     settings = settings or load_settings()
-    check(settings)
     url = database_url or db.database_url()
     pool = db.async_pool(url, min_size=1, max_size=8)
     screening = Screening(

@@ -186,10 +186,34 @@ def test_the_sample_ruling_the_page_tests_use_is_a_valid_ruling() -> None:
 
 
 def test_trusted_proxies_are_addresses_or_cidrs_never_everyone() -> None:
-    from gateway.settings import GatewaySettings, check
+    from gateway.settings import GatewaySettings, load_settings
     from rulesage.config import ConfigError
 
-    check(GatewaySettings(rulesage_forwarded_allow_ips="127.0.0.1, 10.244.0.0/16,fd00::/8"))
+    GatewaySettings(rulesage_forwarded_allow_ips="127.0.0.1, 10.244.0.0/16,fd00::/8")
     for bad in ("*", "ingress-nginx", "10.0.0.0/33"):
-        with pytest.raises(ConfigError, match="RULESAGE_FORWARDED_ALLOW_IPS"):
-            check(GatewaySettings(rulesage_forwarded_allow_ips=bad))
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("RULESAGE_FORWARDED_ALLOW_IPS", bad)
+            with pytest.raises(ConfigError, match="RULESAGE_FORWARDED_ALLOW_IPS"):
+                load_settings()
+
+
+@pytest.mark.parametrize(
+    ("var", "value"),
+    [
+        ("RULESAGE_ASK_RATE", "lots"),
+        ("RULESAGE_LOGIN_RATE", "6/fortnight"),
+        ("RULESAGE_ASK_CONCURRENCY", "0"),
+        ("RULESAGE_ASK_QUEUE_WAIT_S", "0"),
+        ("RULESAGE_WALL_PAGE_SIZE", "0"),
+        ("RULESAGE_MAX_QUESTION_CHARS", "20000"),
+    ],
+)
+def test_each_gateway_setting_checks_itself_and_names_its_variable(
+    monkeypatch: pytest.MonkeyPatch, var: str, value: str
+) -> None:
+    from gateway.settings import load_settings
+    from rulesage.config import ConfigError
+
+    monkeypatch.setenv(var, value)
+    with pytest.raises(ConfigError, match=var):
+        load_settings()
