@@ -16,6 +16,7 @@ from starlette.responses import Response
 
 from gateway import asking, shelf, wrench
 from gateway.context import (
+    AdminDep,
     AskError,
     Ctx,
     admitted,
@@ -188,18 +189,10 @@ async def wall(request: Request, page: Annotated[int, Query(ge=1, le=100_000)] =
     return {"rulings": items, "page": page, "pages": max(1, math.ceil(total / size)), "total": total}
 
 
-def _require_admin(c: Ctx, request: Request) -> None:
-    if not c.guard.admin_open:
-        raise HTTPException(403, "The review queue is closed: no admin token is configured.")
-    if not c.guard.bearer_ok(request.headers.get("authorization")):
-        raise HTTPException(401, "The review queue needs the admin token (Authorization: Bearer ...).")
-
-
 @router.get("/admin/queue", summary="Held and pending rulings (admin token)")
-async def admin_queue(request: Request) -> dict[str, Any]:
+async def admin_queue(request: Request, _: AdminDep) -> dict[str, Any]:
 
     c = ctx(request)
-    _require_admin(c, request)
     async with c.pool.connection() as conn:
         return {"rulings": await rulings.queue(conn)}
 
@@ -209,13 +202,12 @@ async def admin_review(
     request: Request,
     rid: str,
     action: Literal["clear", "hold"],
+    _: AdminDep,
     body: Annotated[ReviewBody | None, Body()] = None,
 ) -> dict[str, Any]:
 
     c = ctx(request)
-    _require_admin(c, request)
-    state = "cleared" if action == "clear" else "held"
-    default = "cleared by a reviewer" if state == "cleared" else "held by a reviewer"
+    state, default = rulings.REVIEW_ACTIONS[action]
     reason = (body.reason if body else "") or default
     async with c.pool.connection() as conn:
         if not await rulings.review(conn, rid, state, reason):

@@ -9,17 +9,17 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import jinja2
-from fastapi import Request
+from fastapi import Depends, HTTPException, Request
 from fastapi.templating import Jinja2Templates
 from starlette.responses import Response
 
 from gateway import shelf, wrench
 from gateway.asking import RoadHandle
 from gateway.screening import Screening
-from gateway.security import Guard, SharedRateLimiter
+from gateway.security import ADMIN_COOKIE, Guard, SharedRateLimiter
 from gateway.settings import GatewaySettings
 from rulesage.admission import Gate, Saturated
 from rulesage.core.questions import BadQuestion
@@ -159,3 +159,22 @@ async def ask(c: Ctx, game: str, question: str) -> dict[str, Any]:
         raise
     c.screening.schedule(str(ruling["id"]), str(ruling.get("question", question)))
     return ruling
+
+
+def is_admin(c: Ctx, request: Request, *, cookie: bool) -> bool:
+    """Whether the request carries the admin's credentials: the bearer token, or (pages only, ``cookie``)
+    the admin cookie of this session. HTTP 403 when no admin token is configured: the queue is closed."""
+    if not c.guard.admin_open:
+        raise HTTPException(403, "The review queue is closed: no admin token is configured.")
+    if cookie and c.guard.admin_cookie_ok(session_id(request), request.cookies.get(ADMIN_COOKIE)):
+        return True
+    return c.guard.bearer_ok(request.headers.get("authorization"))
+
+
+def require_api_admin(request: Request) -> None:
+    """The JSON API's admin check, as a dependency: the bearer token or 401."""
+    if not is_admin(ctx(request), request, cookie=False):
+        raise HTTPException(401, "The review queue needs the admin token (Authorization: Bearer ...).")
+
+
+AdminDep = Annotated[None, Depends(require_api_admin)]

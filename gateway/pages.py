@@ -10,14 +10,13 @@ from fastapi.responses import RedirectResponse
 from starlette.responses import Response
 
 from gateway import shelf, wrench
-from gateway.context import AskError, Ctx, ask, check_ask, client_address, ctx, render, session_id
+from gateway.context import AskError, Ctx, ask, check_ask, client_address, ctx, is_admin, render, session_id
 from gateway.security import ADMIN_COOKIE
 from gateway.wrench import doorman_report
 from rulesage import rulings
 
 router = APIRouter(include_in_schema=False)
 
-REVIEW = {"clear": ("cleared", "cleared by a reviewer"), "hold": ("held", "kept held by a reviewer")}
 RATING_LABELS = {1: "Wrong", 2: "Partly right", 3: "Right"}
 
 
@@ -144,11 +143,7 @@ async def about_doorman(request: Request) -> Response:
 
 
 def _admin(c: Ctx, request: Request) -> bool:
-    if not c.guard.admin_open:
-        raise HTTPException(403, "The review queue is closed: no admin token is configured.")
-    return c.guard.admin_cookie_ok(session_id(request), request.cookies.get(ADMIN_COOKIE)) or (
-        c.guard.bearer_ok(request.headers.get("authorization"))
-    )
+    return is_admin(c, request, cookie=True)
 
 
 @router.get("/admin/login")
@@ -213,12 +208,12 @@ async def review_form(
     request: Request, rid: str, action: str, csrf: Annotated[str, Form(max_length=200)] = ""
 ) -> Response:
     c = ctx(request)
-    if action not in REVIEW:
+    if action not in rulings.REVIEW_ACTIONS:
         raise HTTPException(404, "Not found.")
     if not _admin(c, request):
         raise HTTPException(401, "The review queue needs the admin token.")
     _csrf_or_403(c, request, csrf)
-    state, reason = REVIEW[action]
+    state, reason = rulings.REVIEW_ACTIONS[action]
     async with c.pool.connection() as conn:
         if not await rulings.review(conn, rid, state, reason):
             raise HTTPException(404, "No ruling has that address.")

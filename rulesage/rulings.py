@@ -21,6 +21,8 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 _ALPHABET = "23456789abcdefghjkmnpqrstuvwxyz"
+# A reviewer's action on a ruling: the public state it sets and the reason shown when none is given.
+REVIEW_ACTIONS = {"clear": ("cleared", "cleared by a reviewer"), "hold": ("held", "held by a reviewer")}
 
 
 def valid_id(rid: str) -> bool:
