@@ -28,7 +28,7 @@ from gateway.context import (
     session_id,
 )
 from rulesage import rulings
-from rulesage.core.models import RulingPublic
+from rulesage.core.models import Games, Queue, RatingResult, ReviewResult, RulingPublic, Wall
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api")
@@ -54,7 +54,7 @@ def _ask_error(exc: AskError) -> JSONResponse:
     return JSONResponse({"error": exc.message}, status_code=exc.status, headers=headers)
 
 
-@router.get("/games", summary="The shelf: games, optionally filtered by name or family")
+@router.get("/games", summary="The shelf: games, optionally filtered by name or family", response_model=Games)
 async def list_games(
     request: Request,
     q: Annotated[str, Query(max_length=100)] = "",
@@ -164,7 +164,11 @@ async def get_ruling(request: Request, rid: str) -> dict[str, Any]:
     return ruling
 
 
-@router.post("/rulings/{rid}/rating", summary="Rate a ruling 1-3; returns its Bayesian mean")
+@router.post(
+    "/rulings/{rid}/rating",
+    summary="Rate a ruling 1-3; returns its Bayesian mean",
+    response_model=RatingResult,
+)
 async def rate(request: Request, rid: str, body: RatingBody) -> dict[str, Any]:
 
     c = ctx(request)
@@ -178,7 +182,7 @@ async def rate(request: Request, rid: str, body: RatingBody) -> dict[str, Any]:
     return {"id": rid, "rating": result}
 
 
-@router.get("/wall", summary="Cleared rulings only, newest first, paginated")
+@router.get("/wall", summary="Cleared rulings only, newest first, paginated", response_model=Wall)
 async def wall(request: Request, page: Annotated[int, Query(ge=1, le=100_000)] = 1) -> dict[str, Any]:
 
     c = ctx(request)
@@ -189,7 +193,7 @@ async def wall(request: Request, page: Annotated[int, Query(ge=1, le=100_000)] =
     return {"rulings": items, "page": page, "pages": max(1, math.ceil(total / size)), "total": total}
 
 
-@router.get("/admin/queue", summary="Held and pending rulings (admin token)")
+@router.get("/admin/queue", summary="Held and pending rulings (admin token)", response_model=Queue)
 async def admin_queue(request: Request, _: AdminDep) -> dict[str, Any]:
 
     c = ctx(request)
@@ -197,7 +201,11 @@ async def admin_queue(request: Request, _: AdminDep) -> dict[str, Any]:
         return {"rulings": await rulings.queue(conn)}
 
 
-@router.post("/admin/rulings/{rid}/{action}", summary="Clear a ruling for the wall, or keep it held")
+@router.post(
+    "/admin/rulings/{rid}/{action}",
+    summary="Clear a ruling for the wall, or keep it held",
+    response_model=ReviewResult,
+)
 async def admin_review(
     request: Request,
     rid: str,

@@ -176,3 +176,52 @@ class RulingPublic(Ruling):
     id: str
     rating: Rating
     wrench_derived: WrenchDerived
+
+
+class GameSummary(_Model):
+    slug: str
+    name: str
+    family: str
+    books: int
+    rulings: int  # cleared rulings on the wall
+
+
+class Games(_Model):
+    games: list[GameSummary]
+
+
+class RulingSummary(_Model):
+    """A ruling as the wall and the review queue list it."""
+
+    id: str
+    game: str
+    game_name: str
+    question: str
+    answer: str
+    verdict: Verdict
+    public_state: str
+    public_reason: str | None = None
+    created_at: str
+    rating: Rating
+
+
+class Wall(_Model):
+    rulings: list[RulingSummary]
+    page: int
+    pages: int
+    total: int
+
+
+class Queue(_Model):
+    rulings: list[RulingSummary]
+
+
+class RatingResult(_Model):
+    id: str
+    rating: Rating
+
+
+class ReviewResult(_Model):
+    id: str
+    public_state: str
+    public_reason: str
