@@ -71,3 +71,12 @@ def test_rows_load_with_their_provenance_and_silent_rows_are_skipped(tmp_path: P
         ("702.19b", "written"),
         ("", "https://example.org/q/2"),
     ]
+
+
+def test_a_row_without_quote_or_rule_is_judged_by_its_question_alone(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text(
+        json.dumps({"question": "q?", "evidence": [{"quote": "any words at all"}]}) + "\n"
+    )
+    guard = eval_guard(tmp_path)
+    assert not guard.touches(_q("is there a flanking rule?"))
+    assert guard.touches(_q("q?"))

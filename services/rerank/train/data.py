@@ -109,6 +109,8 @@ class Guard:
         if q.rule:
             return q.rule in self.rules or q.rule.rstrip("abcdefghijklmnopqrstuvwxyz") in self.rules
         mine = normalise(q.quote)
+        if not mine:  # a silent-book row has no quote to overlap
+            return False
         return any(
             g in mine or mine in g or supports(q.quote, g) or supports(g, q.quote) for g in self.quotes
         )
