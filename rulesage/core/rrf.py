@@ -70,20 +70,19 @@ def echoes(lists: Mapping[str, Sequence[int]], slack: int = 2) -> dict[str, str]
     should not cast a second ballot. Of two lists that repeat each other, the later one is the echo.
     """
     out: dict[str, str] = {}
-    names = list(lists)
-    for b in names:
-        ids = list(dict.fromkeys(lists[b]))
+    unique = {name: list(dict.fromkeys(ids)) for name, ids in lists.items()}
+    order = list(unique)
+    for b, ids in unique.items():
         if not ids:
             continue
-        for a in names:
-            if a == b or a in out or (b, a) in out.items():
+        wanted = set(ids)
+        for a, other in unique.items():
+            if a == b or a in out:
                 continue
-            head = list(dict.fromkeys(lists[a]))[: len(ids) + slack]
-            if not set(ids) <= set(head):
+            head = other[: len(ids) + slack]
+            if not wanted <= set(head) or [i for i in head if i in wanted] != ids:
                 continue
-            if [i for i in head if i in set(ids)] != ids:
-                continue
-            if len(lists[a]) == len(lists[b]) and names.index(a) > names.index(b):
+            if len(other) == len(ids) and order.index(a) > order.index(b):
                 continue  # identical lists: the earlier one keeps its ballot
             out[b] = a
             break

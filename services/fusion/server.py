@@ -97,7 +97,7 @@ class FusionService(DbService, fusion_pb2_grpc.FusionServicer):
         lists = fan.lists()
         echo = rrf.echoes(lists)
         silenced = echo if self.fusion_settings.rulesage_fusion_one_ballot else {}
-        voted = [lane for lane, ids in lists.items() if ids and lane not in silenced]
+        voted = [lane for lane in lists if lane not in silenced]
         with timings.stage("fusion.rrf", lists=len(voted)):
             fused = rrf.fuse({lane: lists[lane] for lane in voted}, rrf.K, limit)
         with timings.stage("fusion.hydrate", candidates=len(fused)):
