@@ -43,6 +43,9 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing
+
+from rulesage.core.models import degraded as wrench_degraded  # noqa: E402
+
 QUESTION_FILES = sorted((ROOT / "data" / "reranker").glob("*.jsonl"))
 BENCH_ASK_RATE = "100000/minute"
 FLAT_WITHIN = 0.10
@@ -163,13 +166,8 @@ def stage_ms(ruling: dict[str, Any]) -> dict[str, float]:
 
 
 def degraded(ruling: dict[str, Any]) -> list[str]:
-    w = ruling.get("wrench") or {}
-    out = [f"{a['arm']}:{a['state']}" for a in w.get("arms") or [] if a.get("state") != "ok"]
-    for stage in ("fusion", "rerank", "answer"):
-        state = (w.get(stage) or {}).get("state")
-        if state not in (None, "ok"):
-            out.append(f"{stage}:{state}")
-    return out
+    """ "<arm or stage>:<state>" for what of the ruling's road did not really run."""
+    return [f"{name}:{state}" for _, name, state in wrench_degraded(ruling.get("wrench") or {})]
 
 
 def error_kind(status: int) -> str:

@@ -21,7 +21,7 @@ from rulesage import db, launcher, telemetry
 from rulesage.arms import ArmClient
 from rulesage.core import rrf
 from rulesage.core.metrics import auc, calibrate_threshold, first_rank, found, pct, supports_evidence
-from rulesage.core.models import StageState
+from rulesage.core.models import degraded
 from rulesage.road import Road, SearchOutcome, passage_dict
 from rulesage.store import passages
 
@@ -203,13 +203,11 @@ async def _gold(url: str, gold: list[dict[str, Any]], answer: bool) -> dict[str,
 
 
 def degraded_stages(wrench: dict[str, Any]) -> list[str]:
-    """The stages of one ask that did not really run: a missing arm, fusion, or a rerank that fell back."""
-    out = [f"arm:{a['arm']}" for a in wrench.get("arms", []) if a.get("state") != StageState.OK]
-    for stage in ("fusion", "rerank"):
-        state = (wrench.get(stage) or {}).get("state")
-        if state is not None and state != StageState.OK:
-            out.append(stage)
-    return out
+    """The stages of one search that did not really run: "arm:<name>" for a missing arm, "fusion", or a
+    "rerank" that fell back to the fused order (an unavailable answer is added by the caller)."""
+    return [
+        f"arm:{name}" if kind == "arm" else name for kind, name, _ in degraded(wrench, ("fusion", "rerank"))
+    ]
 
 
 def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answer: bool) -> dict[str, Any]:

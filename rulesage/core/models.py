@@ -7,6 +7,7 @@ the evaluation) reads them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -225,3 +226,20 @@ class ReviewResult(_Model):
     id: str
     public_state: str
     public_reason: str
+
+
+def degraded(
+    wrench: Mapping[str, Any], stages: tuple[str, ...] = ("fusion", "rerank", "answer")
+) -> list[tuple[str, str, str]]:
+    """What of one ruling's road did not really run, from its stored wrench: ("arm", name, state) for every
+    arm that did not answer, ("stage", name, state) for each of ``stages`` that fell back or was missing."""
+    out = [
+        ("arm", str(a.get("arm", "")), str(a.get("state", "")))
+        for a in wrench.get("arms") or []
+        if a.get("state") != StageState.OK
+    ]
+    for stage in stages:
+        state = (wrench.get(stage) or {}).get("state")
+        if state is not None and state != StageState.OK:
+            out.append(("stage", stage, str(state)))
+    return out

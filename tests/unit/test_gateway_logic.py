@@ -217,3 +217,16 @@ def test_each_gateway_setting_checks_itself_and_names_its_variable(
     monkeypatch.setenv(var, value)
     with pytest.raises(ConfigError, match=var):
         load_settings()
+
+
+def test_degraded_names_what_did_not_run_from_the_wrench() -> None:
+    from rulesage.core.models import degraded
+
+    wrench = {
+        "arms": [{"arm": "lexical", "state": "ok"}, {"arm": "dense", "state": "timeout"}],
+        "fusion": {"state": "ok"},
+        "rerank": {"state": "overloaded"},
+        "answer": {"state": "ok"},
+    }
+    assert degraded(wrench) == [("arm", "dense", "timeout"), ("stage", "rerank", "overloaded")]
+    assert degraded({"arms": [], "rerank": {"state": "down"}}, ("fusion",)) == []
