@@ -20,16 +20,17 @@ import json
 import re
 import subprocess
 import sys
-import tomllib
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from rulesage.config import shared_dir
 from rulesage.core.text import normalise
 from rulesage.ingest.extract.layout_text import column_order
+from rulesage.ingest.shelf import load_shelf
 
-SHELF = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "shelf.toml"
+SHELF = shared_dir() / "corpus" / "shelf.toml"
 MTG_RULE = re.compile(r"^\s*(\d{3}\.\d+[a-z]?)\.?\s", re.M)
 FORUM_MIN_WORDS = 30  # real posts: median 40 words, the situation first
 STYLES = {"casual", "alias", "scenario", "exact", "table", "negation", "forum"}
@@ -41,6 +42,13 @@ class Doc:
     game: str  # a game slug, or the family slug for a family-wide document
     path: Path
     licence: str
+
+
+@dataclass(frozen=True)
+class Shelf:
+    docs: dict[str, Doc]  # the latest release of each document key, as ingest keeps it
+    games: frozenset[str]
+    families: frozenset[str]
 
 
 class _Text(html.parser.HTMLParser):
@@ -65,22 +73,18 @@ class _Text(html.parser.HTMLParser):
 
 
 @cache
-def shelf(path: Path = SHELF) -> dict[str, Doc]:
-    data = tomllib.loads(path.read_text())
-    family_of = {g["slug"]: g["family"] for g in data["game"]}
-    docs: dict[str, Doc] = {}
-    for d in data["document"]:
-        game = d.get("game") or d["family"]
-        # a later release of the same key replaces the older one, as at ingest
-        docs[d["key"]] = Doc(d["key"], game, path.parent / d["path"], d.get("licence", ""))
-    docs["__families__"] = Doc("", "", Path(), json.dumps(family_of))
-    return docs
+def shelf(path: Path = SHELF) -> Shelf:
+    """The shelf as the product reads it (rulesage.ingest.shelf); a later release of a key replaces the
+    earlier one."""
+    s = load_shelf(path)
+    docs = {d.key: Doc(d.key, d.game or d.family, d.path, d.licence) for d in s.documents}
+    return Shelf(docs, frozenset(g.slug for g in s.games), frozenset(g.family for g in s.games))
 
 
 @cache
 def pages(key: str) -> list[str]:
     """The document's text as a list of pages (one element for an unpaged source)."""
-    doc = shelf()[key]
+    doc = shelf().docs[key]
     suffix = doc.path.suffix.lower()
     if suffix == ".pdf":
         out = subprocess.run(["pdftotext", str(doc.path), "-"], capture_output=True, check=True)
@@ -101,9 +105,7 @@ def pages(key: str) -> list[str]:
 
 
 def dump(out: Path) -> None:
-    for key, doc in shelf().items():
-        if key == "__families__":
-            continue
+    for key, doc in shelf().docs.items():
         target = out / doc.game / key
         target.mkdir(parents=True, exist_ok=True)
         texts = pages(key)
@@ -120,17 +122,15 @@ def mtg_rules() -> frozenset[str]:
 
 def problems(row: dict) -> list[str]:
     bad = []
-    docs = shelf()
-    families = set(json.loads(docs["__families__"].licence).values())
-    games = set(json.loads(docs["__families__"].licence))
+    known = shelf()
     for field in ("game", "doc", "question", "source", "style"):
         if not row.get(field):
             bad.append(f"missing {field}")
     if bad:
         return bad
-    if row["game"] not in games and row["game"] not in families:
+    if row["game"] not in known.games and row["game"] not in known.families:
         bad.append(f"unknown game {row['game']!r}")
-    doc = docs.get(row["doc"])
+    doc = known.docs.get(row["doc"])
     if doc is None:
         return [*bad, f"unknown doc {row['doc']!r}"]
     if row["style"] not in STYLES:
