@@ -7,14 +7,16 @@ from typing import Any
 
 import psycopg
 
-HYDRATE_SQL = """
+# A passage with its document, from ``passages`` (retired rows too) or one of the views over it.
+_SELECT = """
 SELECT p.id, p.text, d.key, d.title, d.kind, d.version, coalesce(g.slug, ''), p.page_start, p.page_end,
        p.heading_path, coalesce(p.rule_id, ''), coalesce(p.section_id, 0), coalesce(d.amends, '')
-FROM passages p
+FROM {table} p
 JOIN documents d ON d.id = p.document_id
 LEFT JOIN games g ON g.id = d.game_id
-WHERE p.id = ANY(%s)
 """
+HYDRATE_SQL = _SELECT.format(table="passages") + "WHERE p.id = ANY(%s)"
+CURRENT_OF_DOCUMENT_SQL = _SELECT.format(table="current_passages") + "WHERE d.key = %s ORDER BY p.ord"
 
 
 @dataclass(frozen=True)
@@ -53,10 +55,4 @@ def hydrate_sync(conn: psycopg.Connection, ids: list[int]) -> dict[int, StoredPa
 
 def current_of_document(conn: psycopg.Connection, doc_key: str) -> list[StoredPassage]:
     """Every passage of the current release of one document (leaf rows and superseded ones included)."""
-    rows = conn.execute(
-        HYDRATE_SQL.replace("FROM passages p", "FROM current_passages p").replace(
-            "WHERE p.id = ANY(%s)", "WHERE d.key = %s ORDER BY p.ord"
-        ),
-        (doc_key,),
-    ).fetchall()
-    return [_row(r) for r in rows]
+    return [_row(r) for r in conn.execute(CURRENT_OF_DOCUMENT_SQL, (doc_key,)).fetchall()]

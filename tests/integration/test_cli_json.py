@@ -29,6 +29,7 @@ def test_json_commands_print_only_json(tmp_path: Path) -> None:
         assert ev.returncode == 0, ev.stderr[-3000:]
         report = json.loads(ev.stdout)
         assert report["n"] == 2 and report["invalid_citations"] == 0
+        assert report["coverage"] == 1.0, report["coverage_misses"]  # both quotes found in the current books
         assert report["degraded"] == {"arm": 0, "fusion": 0, "rerank": 0, "answer": 0}
         assert "RuleSage is up" in ev.stderr and "RuleSage stopped" in ev.stderr
     finally:
