@@ -145,11 +145,9 @@ def cmd_bench(ns: argparse.Namespace) -> int:
 
 
 def cmd_doorman_exam(ns: argparse.Namespace) -> int:
-    import importlib
-
-    # the exam belongs to the doorman service: imported by name, as the registry's entry points are
-    exam = importlib.import_module(f"{mesh_module('doorman')}.exam_cli")
-    return int(exam.main(ns.exam, ns.json, ns.write_report))
+    # the exam belongs to the doorman service: reached by name, as the registry's entry points are
+    run = _service_entry("doorman", "exam_cli:main")
+    return int(run(ns.exam, ns.json, ns.write_report))
 
 
 def cmd_serve(ns: argparse.Namespace) -> int:
@@ -160,17 +158,15 @@ def cmd_serve(ns: argparse.Namespace) -> int:
 
 
 def cmd_train_reranker(ns: argparse.Namespace, rest: list[str]) -> int:
-    import importlib
-
-    # the trainer belongs to the rerank service: imported by name, as the registry's entry points are
-    train = importlib.import_module(f"{mesh_module('rerank')}.train")
-    return int(train.main(rest))
+    # the trainer belongs to the rerank service: reached by name, as the registry's entry points are
+    return int(_service_entry("rerank", "train:main")(rest))
 
 
-def mesh_module(name: str) -> str:
+def _service_entry(service: str, entry: str) -> Any:
+    """``module:attribute`` inside a registered service's package, imported on demand."""
     from rulesage import mesh
 
-    return mesh.get(name).module
+    return mesh.load_entry(f"{mesh.get(service).module}.{entry}")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -30,6 +30,12 @@ class Role(StrEnum):
     GATEWAY = "gateway"  # the HTTP front door
 
 
+def load_entry(entry: str) -> Any:
+    """What a "package.module:attribute" entry point names, imported on demand."""
+    module, _, attr = entry.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 @dataclass(frozen=True)
 class Drawer:
     """Index-time work a service's requests read instead of computing: ``entry`` names a function
@@ -39,8 +45,7 @@ class Drawer:
     entry: str
 
     def load(self) -> Callable[..., int]:
-        module, _, attr = self.entry.partition(":")
-        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+        return load_entry(self.entry)
 
 
 @dataclass(frozen=True)
@@ -61,8 +66,7 @@ class Svc:
 
     def factory(self) -> Callable[[], Any]:
         """The servicer class (or factory) named by ``entry``, imported on demand."""
-        module, _, attr = self.entry.partition(":")
-        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+        return load_entry(self.entry)
 
 
 MESH: dict[str, Svc] = {
