@@ -90,6 +90,11 @@ def load_questions(pattern: str) -> list[Question]:
     return out
 
 
+def rule_row(rule: str) -> str:
+    """The numbered rule a sub-rule belongs to: "702.19b" -> "702.19" (the searchable row that prints it)."""
+    return rule.rstrip(".").rstrip("abcdefghijklmnopqrstuvwxyz")
+
+
 class MissingEvaluation(RuntimeError):
     """The shared evaluation folder is not where the guard looks: training would not know what to avoid."""
 
@@ -107,7 +112,7 @@ class Guard:
         ):
             return True
         if q.rule:
-            return q.rule in self.rules or q.rule.rstrip("abcdefghijklmnopqrstuvwxyz") in self.rules
+            return q.rule in self.rules or rule_row(q.rule) in self.rules
         mine = normalise(q.quote)
         if not mine:  # a silent-book row has no quote to overlap
             return False
@@ -140,7 +145,7 @@ def eval_guard(folder: Path = EVAL_DIR) -> Guard:
                     guard.quotes.append(normalise(e["quote"]))
                 if e.get("rule"):
                     rule = str(e["rule"])
-                    guard.rules.update({rule, rule.rstrip("abcdefghijklmnopqrstuvwxyz")})
+                    guard.rules.update({rule, rule_row(rule)})
     return guard
 
 
@@ -159,9 +164,8 @@ def family_ids(conn: psycopg.Connection) -> dict[str, int]:
 
 def positive_of(index: FamilyIndex, q: Question) -> tuple[int | None, set[int]]:
     if q.rule:  # the rule row prints the rule and its lettered sub-rules
-        rule = q.rule.rstrip(".")
-        parent = rule.rstrip("abcdefghijklmnopqrstuvwxyz")
-        rows = [i for i, p in enumerate(index.passages) if p.doc_key == q.doc and p.rule_id in (rule, parent)]
+        wanted = (q.rule.rstrip("."), rule_row(q.rule))
+        rows = [i for i, p in enumerate(index.passages) if p.doc_key == q.doc and p.rule_id in wanted]
         return (rows[0] if rows else None), set(rows)
     supporters = {i for i, p in enumerate(index.passages) if p.doc_key == q.doc and supports(p.text, q.quote)}
     if not supporters:
