@@ -5,15 +5,12 @@ no question text in any attribute, no health check traced, and the gateway linki
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent import futures
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +20,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.common.v1 import common_pb2
 
-from rulesage.config import models_dir
-from tests.support.isolated_mesh import free_block
+from tests.support.isolated_mesh import isolated_env
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,17 +121,6 @@ def receiver() -> Iterator[tuple[Receiver, int]]:
         server.stop(0)
 
 
-def cli(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rulesage.cli", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 def strings(value: Any) -> Iterator[str]:
     if isinstance(value, str):
         yield value
@@ -175,26 +160,16 @@ def wait_for(rec: Receiver, trace_id: str, services: set[str], timeout: float = 
 
 def test_one_ask_is_one_trace_that_adds_up(tmp_path: Path, receiver: tuple[Receiver, int]) -> None:
     rec, otlp_port = receiver
-    (tmp_path / "state").mkdir()
-    base = free_block(9)
-    env = {
-        **{
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("RULESAGE_", "OTEL_")) and k != "DATABASE_URL"
-        },
-        "RULESAGE_STATE_DIR": str(tmp_path / "state"),
-        "RULESAGE_MODELS_DIR": str(models_dir()),  # reuse the exported embedder instead of exporting it again
-        "RULESAGE_BASE_PORT": str(base),
-        "RULESAGE_GATEWAY_PORT": str(base + 8),
-        "RULESAGE_DEMO_SHELF": str(ROOT / "tests" / "fixtures" / "tiny-shelf.toml"),
-        "RULESAGE_TRACE_URL": TRACE_URL,
-        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{otlp_port}",
-    }
-    up = cli(env, "up", "--detach")
+    mesh = isolated_env(
+        tmp_path,
+        ROOT / "tests" / "fixtures" / "tiny-shelf.toml",
+        RULESAGE_TRACE_URL=TRACE_URL,
+        OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{otlp_port}",
+    )
+    up = mesh.cli("up", "--detach")
     try:
         assert up.returncode == 0, up.stdout + up.stderr
-        status = cli(env, "status", "--json")  # health checks on every service
+        status = mesh.cli("status", "--json")  # health checks on every service
         assert status.returncode == 0, status.stderr
         # `rulesage ask` finds the services by RULESAGE_<NAME>_ADDR, else on the default ports (where another
         # mesh may be listening): point it at this one
@@ -203,10 +178,10 @@ def test_one_ask_is_one_trace_that_adds_up(tmp_path: Path, receiver: tuple[Recei
             for name, svc in json.loads(status.stdout)["services"].items()
             if name != "gateway"
         }
-        ask = cli({**env, **addrs}, "ask", "--game", GAME, QUESTION, "--json")
+        ask = replace(mesh, env={**mesh.env, **addrs}).cli("ask", "--game", GAME, QUESTION, "--json")
         assert ask.returncode == 0, ask.stderr
         ruling = json.loads(ask.stdout)
-        gateway = f"http://127.0.0.1:{base + 8}"
+        gateway = mesh.gateway_url
         page = httpx.get(f"{gateway}/rulings/{ruling['id']}", timeout=30)
         via_gateway = httpx.post(
             f"{gateway}/api/ask", json={"game": GAME, "question": GATEWAY_QUESTION}, timeout=120
@@ -218,7 +193,7 @@ def test_one_ask_is_one_trace_that_adds_up(tmp_path: Path, receiver: tuple[Recei
                 break
             time.sleep(0.5)
     finally:
-        down = cli(env, "down")  # SIGTERM: every service flushes its spans on the way out
+        down = mesh.cli("down")  # SIGTERM: every service flushes its spans on the way out
     assert down.returncode == 0, down.stderr
 
     # -- the wrench names the trace, and the gateway links it ----------------------------------------------
