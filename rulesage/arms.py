@@ -50,6 +50,14 @@ class FanOut:
                     out[lane] = ids
         return out
 
+    def question_vector(self) -> list[float]:
+        """The question's own vector: the book-words lane when an alias matched, else the one lane."""
+        if self.embed is None or not self.embed.vectors:
+            return []
+        lanes = {v.lane: v for v in self.embed.vectors}
+        vec = lanes.get("dense.canonical") or self.embed.vectors[0]
+        return list(vec.values)
+
 
 def describe(exc: BaseException) -> tuple[StageState, str]:
     """A failed call as a stage state and a reason fit for the wrench."""

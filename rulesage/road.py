@@ -72,6 +72,21 @@ def _rpc_failure(exc: BaseException) -> tuple[str, str]:
     return state.value, detail
 
 
+def _category(status: fusion_pb2.ArmStatus) -> dict[str, Any] | None:
+    """A classifying arm's call as the wrench keeps it (None for arms that do not classify)."""
+    if not status.HasField("category"):
+        return None
+    c = status.category
+    return {
+        "name": c.name or None,
+        "confidence": round(c.confidence, 4),
+        "threshold": round(c.threshold, 4),
+        "sections": list(c.sections),
+        "runner_up": c.runner_up,
+        "runner_up_confidence": round(c.runner_up_confidence, 4),
+    }
+
+
 def _arm_state(value: int) -> str:
     """The contract's StageState enum as the core's state word (STAGE_STATE_OK -> "ok")."""
     return StageState.from_proto_name(common_pb2.StageState.Name(value)).value
@@ -91,6 +106,7 @@ class SearchOutcome:
     search_ms: float = 0.0
     timings: list[dict[str, Any]] = field(default_factory=list)
     deadline: float = 0.0  # time.monotonic() by which the search span must end
+    question_vector: list[float] = field(default_factory=list)  # from fusion's embedder; [] when it failed
 
     def passages_json(self) -> list[dict[str, Any]]:
         return [passage_dict(p) for p in self.passages]
@@ -173,6 +189,7 @@ class Road:
             return None
         out.timings.append({"stage": "road.fuse_call", "ms": round((time.perf_counter() - t0) * 1000, 2)})
         out.candidates = list(res.passages)
+        out.question_vector = list(res.question_vector)
         out.models["embed"] = res.embed_model
         out.timings.extend({"stage": t.stage, "ms": round(t.ms, 2)} for t in res.timings)
         out.wrench.update(
@@ -184,6 +201,7 @@ class Road:
                     "detail": a.detail,
                     "hits": a.hits,
                     "ms": round(a.ms, 2),
+                    **({"category": call} if (call := _category(a)) is not None else {}),
                 }
                 for a in res.arms
             ],

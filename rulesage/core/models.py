@@ -46,12 +46,25 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+class CategoryCall(_Model):
+    """A classifying arm's call on the question: the category (None when it abstained), its confidence
+    against the abstain threshold, the sections it maps to, and the runner-up."""
+
+    name: str | None = None
+    confidence: float = 0.0
+    threshold: float = 0.0
+    sections: list[str] = Field(default_factory=list)
+    runner_up: str = ""
+    runner_up_confidence: float = 0.0
+
+
 class ArmStatus(_Model):
     arm: str
     state: StageState
     detail: str = ""
     hits: int = 0
     ms: float = 0.0
+    category: CategoryCall | None = None
 
 
 class StageInfo(_Model):

@@ -72,15 +72,33 @@ class ArmHit(_message.Message):
     def __init__(self, passage_id: _Optional[int] = ..., rank: _Optional[int] = ..., score: _Optional[float] = ..., lane: _Optional[str] = ...) -> None: ...
 
 class ArmResult(_message.Message):
-    __slots__ = ("arm", "hits", "lanes", "timings", "note")
+    __slots__ = ("arm", "hits", "lanes", "timings", "note", "category")
     ARM_FIELD_NUMBER: _ClassVar[int]
     HITS_FIELD_NUMBER: _ClassVar[int]
     LANES_FIELD_NUMBER: _ClassVar[int]
     TIMINGS_FIELD_NUMBER: _ClassVar[int]
     NOTE_FIELD_NUMBER: _ClassVar[int]
+    CATEGORY_FIELD_NUMBER: _ClassVar[int]
     arm: str
     hits: _containers.RepeatedCompositeFieldContainer[ArmHit]
     lanes: _containers.RepeatedScalarFieldContainer[str]
     timings: _containers.RepeatedCompositeFieldContainer[_common_pb2.StageTiming]
     note: str
-    def __init__(self, arm: _Optional[str] = ..., hits: _Optional[_Iterable[_Union[ArmHit, _Mapping]]] = ..., lanes: _Optional[_Iterable[str]] = ..., timings: _Optional[_Iterable[_Union[_common_pb2.StageTiming, _Mapping]]] = ..., note: _Optional[str] = ...) -> None: ...
+    category: Category
+    def __init__(self, arm: _Optional[str] = ..., hits: _Optional[_Iterable[_Union[ArmHit, _Mapping]]] = ..., lanes: _Optional[_Iterable[str]] = ..., timings: _Optional[_Iterable[_Union[_common_pb2.StageTiming, _Mapping]]] = ..., note: _Optional[str] = ..., category: _Optional[_Union[Category, _Mapping]] = ...) -> None: ...
+
+class Category(_message.Message):
+    __slots__ = ("name", "confidence", "threshold", "sections", "runner_up", "runner_up_confidence")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    SECTIONS_FIELD_NUMBER: _ClassVar[int]
+    RUNNER_UP_FIELD_NUMBER: _ClassVar[int]
+    RUNNER_UP_CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    confidence: float
+    threshold: float
+    sections: _containers.RepeatedScalarFieldContainer[str]
+    runner_up: str
+    runner_up_confidence: float
+    def __init__(self, name: _Optional[str] = ..., confidence: _Optional[float] = ..., threshold: _Optional[float] = ..., sections: _Optional[_Iterable[str]] = ..., runner_up: _Optional[str] = ..., runner_up_confidence: _Optional[float] = ...) -> None: ...

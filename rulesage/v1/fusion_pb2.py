@@ -22,22 +22,23 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from rulesage.v1 import arm_pb2 as rulesage_dot_v1_dot_arm__pb2
 from rulesage.v1 import common_pb2 as rulesage_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18rulesage/v1/fusion.proto\x12\x0brulesage.v1\x1a\x18rulesage/v1/common.proto\"<\n\x0b\x46useRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\"p\n\tArmStatus\x12\x0b\n\x03\x61rm\x18\x01 \x01(\t\x12&\n\x05state\x18\x06 \x01(\x0e\x32\x17.rulesage.v1.StageState\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\x12\x0c\n\x04hits\x18\x04 \x01(\x05\x12\n\n\x02ms\x18\x05 \x01(\x01J\x04\x08\x02\x10\x03\"\xd6\x01\n\nFuseResult\x12&\n\x08passages\x18\x01 \x03(\x0b\x32\x14.rulesage.v1.Passage\x12\r\n\x05voted\x18\x02 \x03(\t\x12\t\n\x01k\x18\x03 \x01(\x05\x12\x0f\n\x07\x63\x65iling\x18\x04 \x01(\x01\x12$\n\x04\x61rms\x18\x05 \x03(\x0b\x32\x16.rulesage.v1.ArmStatus\x12)\n\x07timings\x18\x06 \x03(\x0b\x32\x18.rulesage.v1.StageTiming\x12\x0f\n\x07\x61liases\x18\x07 \x03(\t\x12\x13\n\x0b\x65mbed_model\x18\x08 \x01(\t2C\n\x06\x46usion\x12\x39\n\x04\x46use\x12\x18.rulesage.v1.FuseRequest\x1a\x17.rulesage.v1.FuseResultb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18rulesage/v1/fusion.proto\x12\x0brulesage.v1\x1a\x15rulesage/v1/arm.proto\x1a\x18rulesage/v1/common.proto\"<\n\x0b\x46useRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\"\x99\x01\n\tArmStatus\x12\x0b\n\x03\x61rm\x18\x01 \x01(\t\x12&\n\x05state\x18\x06 \x01(\x0e\x32\x17.rulesage.v1.StageState\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\x12\x0c\n\x04hits\x18\x04 \x01(\x05\x12\n\n\x02ms\x18\x05 \x01(\x01\x12\'\n\x08\x63\x61tegory\x18\x07 \x01(\x0b\x32\x15.rulesage.v1.CategoryJ\x04\x08\x02\x10\x03\"\xef\x01\n\nFuseResult\x12&\n\x08passages\x18\x01 \x03(\x0b\x32\x14.rulesage.v1.Passage\x12\r\n\x05voted\x18\x02 \x03(\t\x12\t\n\x01k\x18\x03 \x01(\x05\x12\x0f\n\x07\x63\x65iling\x18\x04 \x01(\x01\x12$\n\x04\x61rms\x18\x05 \x03(\x0b\x32\x16.rulesage.v1.ArmStatus\x12)\n\x07timings\x18\x06 \x03(\x0b\x32\x18.rulesage.v1.StageTiming\x12\x0f\n\x07\x61liases\x18\x07 \x03(\t\x12\x13\n\x0b\x65mbed_model\x18\x08 \x01(\t\x12\x17\n\x0fquestion_vector\x18\t \x03(\x02\x32\x43\n\x06\x46usion\x12\x39\n\x04\x46use\x12\x18.rulesage.v1.FuseRequest\x1a\x17.rulesage.v1.FuseResultb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'rulesage.v1.fusion_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_FUSEREQUEST']._serialized_start=67
-  _globals['_FUSEREQUEST']._serialized_end=127
-  _globals['_ARMSTATUS']._serialized_start=129
-  _globals['_ARMSTATUS']._serialized_end=241
-  _globals['_FUSERESULT']._serialized_start=244
-  _globals['_FUSERESULT']._serialized_end=458
-  _globals['_FUSION']._serialized_start=460
-  _globals['_FUSION']._serialized_end=527
+  _globals['_FUSEREQUEST']._serialized_start=90
+  _globals['_FUSEREQUEST']._serialized_end=150
+  _globals['_ARMSTATUS']._serialized_start=153
+  _globals['_ARMSTATUS']._serialized_end=306
+  _globals['_FUSERESULT']._serialized_start=309
+  _globals['_FUSERESULT']._serialized_end=548
+  _globals['_FUSION']._serialized_start=550
+  _globals['_FUSION']._serialized_end=617
 # @@protoc_insertion_point(module_scope)

@@ -110,6 +110,7 @@ class FusionService(DbService, fusion_pb2_grpc.FusionServicer):
             ceiling=rrf.ceiling(len(voted)),
             aliases=[f"{a.alias} -> {a.term}" for a in (fan.embed.aliases if fan.embed else [])],
             embed_model=fan.embed.model if fan.embed else "",
+            question_vector=fan.question_vector(),
         )
         for o in fan.outcomes:
             hits = len(o.result.hits) if o.result is not None else 0
@@ -121,15 +122,16 @@ class FusionService(DbService, fusion_pb2_grpc.FusionServicer):
             ]
             if repeated:
                 o.detail = "; ".join(filter(None, [o.detail, *repeated]))
-            result.arms.append(
-                fusion_pb2.ArmStatus(
-                    arm=o.arm,
-                    state=common_pb2.StageState.Value(o.state.proto_name),
-                    detail=o.detail,
-                    hits=hits,
-                    ms=o.ms,
-                )
+            status = fusion_pb2.ArmStatus(
+                arm=o.arm,
+                state=common_pb2.StageState.Value(o.state.proto_name),
+                detail=o.detail,
+                hits=hits,
+                ms=o.ms,
             )
+            if o.result is not None and o.result.HasField("category"):
+                status.category.CopyFrom(o.result.category)
+            result.arms.append(status)
             if o.result is not None:
                 result.timings.extend(o.result.timings)
         if fan.embed is not None:
