@@ -69,7 +69,13 @@ def cmd_ingest(ns: argparse.Namespace) -> int:
 
     url = db.database_url()
     db.migrate(url)
-    summary = ingest_shelf(url, Path(ns.shelf), games=ns.game or None, progress=not ns.json)
+    summary = ingest_shelf(
+        url,
+        Path(ns.shelf),
+        games=ns.game or None,
+        progress=not ns.json,
+        categories_dir=Path(ns.categories) if ns.categories else None,
+    )
     from rulesage.indexing import draw_all
 
     drawn = draw_all(url, progress=not ns.json)  # what requests read instead of computing
@@ -185,6 +191,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("ingest", help="ingest a shelf manifest (shelf.toml)")
     s.add_argument("--shelf", required=True)
     s.add_argument("--game", action="append", help="only this game (repeatable)")
+    s.add_argument(
+        "--categories",
+        metavar="DIR",
+        help="category maps as DIR/<game slug>.toml, for games the manifest names no map for",
+    )
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_ingest)
 

@@ -82,6 +82,7 @@ MESH: dict[str, Svc] = {
             embedder=True,
         ),
         Svc("aisle", 50063, Role.ARM, "services.aisle.server:AisleService", needs_vectors=True),
+        Svc("category", 50068, Role.ARM, "services.category.server:CategoryService", needs_vectors=True),
         Svc("fusion", 50064, Role.STAGE, "services.fusion.server:FusionService"),
         Svc(
             "rerank",

@@ -1,5 +1,5 @@
 """The ingest pipeline: a shelf manifest -> Postgres (documents, pages, sections, passages, postings, vectors,
-releases, errata links, aliases).
+releases, errata links, aliases, category maps).
 
 One transaction per document: a file that cannot be read fails alone (``ingest_failures`` and the summary
 say why) and the rest continues. A document whose file is unchanged (sha256) is skipped, so re-running an
@@ -19,8 +19,9 @@ from pathlib import Path
 import psycopg
 from tqdm import tqdm
 
+from rulesage.core.categories import MapError
 from rulesage.db import connect
-from rulesage.ingest import store
+from rulesage.ingest import categories, store
 from rulesage.ingest.aliases import store_document_aliases
 from rulesage.ingest.errata import relink_amended
 from rulesage.ingest.model import ExtractionError, ParsedDocument
@@ -47,6 +48,8 @@ class IngestSummary:
     retired: int = 0
     superseded: int = 0  # live passages hidden by errata after this run's relinks
     aliases: int = 0
+    category_maps: int = 0  # games whose category map was loaded (rulesage.ingest.categories)
+    category_passages: int = 0  # (category, passage) pairs those maps select
     seconds: float = 0.0
     parse_seconds: float = 0.0  # extraction (overlaps embedding: the next document is parsed meanwhile)
     embed_seconds: float = 0.0
@@ -64,7 +67,8 @@ class IngestSummary:
             f"{len(self.failed)} failed; {self.pages} pages, {self.sections} sections, "
             f"{self.passages} passages, {self.embedded} embedded "
             f"({self.reembedded_changed} changed in new releases), {self.retired} retired, "
-            f"{self.superseded} superseded, {self.aliases} aliases in {self.seconds:.1f}s"
+            f"{self.superseded} superseded, {self.aliases} aliases, {self.category_maps} category maps"
+            f" in {self.seconds:.1f}s"
         )
 
 
@@ -82,8 +86,12 @@ def ingest_shelf(
     *,
     embedder: object | None = None,
     parser: Parser | None = None,
+    categories_dir: Path | None = None,
 ) -> IngestSummary:
     """Ingest the shelf (or the named games, with their families' documents) into the database at ``url``.
+
+    ``categories_dir``: where to find ``<slug>.toml`` category maps for games the manifest names none for
+    (a shelf one cannot edit); a map the manifest names wins.
 
     ``embedder`` defaults to ``rulesage.embed.shared_embedder()`` and ``parser`` to
     ``rulesage.ingest.parse.parse_document``; both are loaded only when needed."""
@@ -97,6 +105,7 @@ def ingest_shelf(
             run.shelf_rows()
             run.check_space()
             run.documents()
+            run.category_maps(categories_dir)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_INGEST_LOCK,))
     summary.seconds = time.perf_counter() - started
@@ -295,8 +304,37 @@ class _Run:
             done += len(batch)
         return done
 
+    def category_maps(self, folder: Path | None) -> None:
+        """Load every game's category map; one that fails is reported and the stored one stays."""
+        for g in self.shelf.games:
+            path = g.categories
+            if path is None and folder is not None and (Path(folder) / f"{g.slug}.toml").is_file():
+                path = (Path(folder) / f"{g.slug}.toml").resolve()
+            if path is None:
+                continue
+            key = f"{g.slug}:categories"
+            try:
+                loaded = categories.load(
+                    self.conn,
+                    self.game_ids[g.slug],
+                    path,
+                    g.slug,
+                    store.sha256_file(path),
+                    self.space_id,
+                    self.embedder.embed_queries,
+                )
+            except (MapError, OSError) as exc:
+                self._record(key, str(path), f"category map rejected: {exc}")
+                continue
+            store.clear_failures(self.conn, key, str(path))
+            self.summary.category_maps += 1
+            self.summary.category_passages += loaded.passages
+
     def _fail(self, entry: DocumentEntry, error: str) -> None:
-        with self.conn.transaction():
-            store.record_failure(self.conn, entry.key, str(entry.path), error)
-        self.summary.failed.append((entry.key, str(entry.path), error))
+        self._record(entry.key, str(entry.path), error)
         log.warning("ingest of %s failed: %s", entry.label, error)
+
+    def _record(self, key: str, path: str, error: str) -> None:
+        with self.conn.transaction():
+            store.record_failure(self.conn, key, path, error)
+        self.summary.failed.append((key, path, error))

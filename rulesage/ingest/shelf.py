@@ -2,7 +2,8 @@
 
 Format (see ../shared/corpus/shelf.toml)::
 
-    [[game]]      slug, name, family
+    [[game]]      slug, name, family, optional categories (the game's category map, a TOML file relative
+                  to the manifest: question categories -> the book's sections; rulesage.core.categories)
     [[document]]  game | family, key, title, kind, path (relative to the manifest), licence,
                   optional version (a later release of the same key replaces the earlier one) and
                   amends (key of the book an errata/faq document corrects)
@@ -28,6 +29,7 @@ class GameEntry:
     slug: str
     name: str
     family: str
+    categories: Path | None = None  # absolute path of the game's category map, if it has one
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,20 @@ def parse_shelf(
         if slug in seen_games:
             raise ShelfError(f"{what}: duplicate slug")
         seen_games.add(slug)
-        games.append(GameEntry(slug=slug, name=_req(g, "name", what), family=_req(g, "family", what)))
+        categories = None
+        rel_map = _opt(g, "categories", what)
+        if rel_map is not None:
+            categories = (base / rel_map).resolve()
+            if check_files and not categories.is_file():
+                raise ShelfError(f"{what}: missing category map {rel_map!r} (looked for {categories})")
+        games.append(
+            GameEntry(
+                slug=slug,
+                name=_req(g, "name", what),
+                family=_req(g, "family", what),
+                categories=categories,
+            )
+        )
     by_slug = {g.slug: g for g in games}
     families = {g.family for g in games}
 

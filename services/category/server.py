@@ -1,0 +1,106 @@
+"""category.Search: the question put in one of the game's categories (rulesage.core.categories), then the
+passages of that category's sections, ranked by the question's vector, as one voting list.
+
+A game without a map, or a question the classifier is unsure of, gets no list: the leg stays out of the
+election and the ceiling is that of the other arms. Its call (category, confidence, threshold, runner-up)
+is returned either way for the wrench.
+"""
+
+from __future__ import annotations
+
+import grpc
+import numpy as np
+from pydantic import Field
+
+from rulesage.config import CommonSettings, load
+from rulesage.core import categories
+from rulesage.dbservice import DbService, vector_of
+from rulesage.store import categories as store
+from rulesage.telemetry import Timings
+from rulesage.v1 import arm_pb2, arm_pb2_grpc
+
+LANE = "category"
+
+
+class CategorySettings(CommonSettings):
+    # Off: the leg answers with no list (a game's map is still loaded at ingest).
+    rulesage_category_leg: bool = True
+    # Abstain under this confidence (rulesage.core.categories.THRESHOLD; measured by
+    # scripts/calibrate_categories.py on the training questions).
+    rulesage_category_threshold: float = Field(categories.THRESHOLD, gt=0, le=1)
+    # Passages the leg's list carries at most.
+    rulesage_category_limit: int = Field(40, ge=1, le=200)
+
+
+class CategoryService(DbService, arm_pb2_grpc.ArmServicer):
+    name = "category"
+    service_names = (arm_pb2.DESCRIPTOR.services_by_name["Arm"].full_name,)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.leg = load(CategorySettings)
+
+    def register(self, server: grpc.aio.Server) -> None:
+        arm_pb2_grpc.add_ArmServicer_to_server(self, server)
+
+    async def Search(
+        self, request: arm_pb2.ArmRequest, context: grpc.aio.ServicerContext
+    ) -> arm_pb2.ArmResult:
+        self.question(request.question)
+        game = await self.game(request.game)
+        if not request.vectors:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "category.Search needs the question's vectors"
+            )
+        result = arm_pb2.ArmResult(arm=self.name)
+        if not self.leg.rulesage_category_leg:
+            result.note = "the category leg is switched off (RULESAGE_CATEGORY_LEG)"
+            return result
+        # the book's words serve the classifier as they serve the aisle: the canonical lane on an alias match
+        lanes = {v.lane: v for v in request.vectors}
+        vector = np.asarray(vector_of((lanes.get("dense.canonical") or request.vectors[0]).values))
+        timings = Timings(self.name)
+        with timings.stage("category.classify", game=game.slug) as span:
+            async with self.pool.connection() as conn:
+                pairs = await store.text_scores(conn, game.id, vector)
+            if not pairs:
+                result.note = f"{game.slug} has no category map"
+                span.set_attribute("category", "")
+                result.timings.extend(timings.proto())
+                return result
+            made = categories.call(categories.scores(pairs), self.leg.rulesage_category_threshold)
+            span.set_attribute("category", made.name or "")
+            span.set_attribute("confidence", round(made.confidence, 4))
+        result.category.CopyFrom(
+            arm_pb2.Category(
+                name=made.name or "",
+                confidence=made.confidence,
+                threshold=made.threshold,
+                runner_up=made.runner_up,
+                runner_up_confidence=made.runner_up_confidence,
+            )
+        )
+        if made.name is None:
+            result.note = (
+                f"unsure: {made.best} at {made.confidence:.2f} is under the threshold {made.threshold:.2f}"
+            )
+            result.timings.extend(timings.proto())
+            return result
+        limit = min(request.limit or self.leg.rulesage_category_limit, self.leg.rulesage_category_limit)
+        with timings.stage("category.sections", category=made.name) as span:
+            async with self.pool.connection() as conn:
+                mapped = await store.category(conn, game.id, made.name)
+                hits = await store.passages(conn, mapped.category_id, vector, limit) if mapped else []
+            span.set_attribute("candidates.out", len(hits))
+        if mapped is not None:
+            result.category.sections.extend(mapped.sections)
+        if hits:
+            result.lanes.append(LANE)
+            result.hits.extend(
+                arm_pb2.ArmHit(passage_id=pid, rank=i, score=score, lane=LANE)
+                for i, (pid, score) in enumerate(hits, 1)
+            )
+        else:
+            result.note = f"{made.name}'s sections hold no live passage"
+        result.timings.extend(timings.proto())
+        return result
