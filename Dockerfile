@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # One image for the whole mesh: the command picks the service.
-#   docker run IMAGE serve fusion          (lexical|dense|aisle|fusion|rerank|answer|doorman|gateway)
+#   docker run IMAGE serve fusion          (lexical|dense|aisle|category|fusion|rerank|answer|doorman|gateway)
 #   docker run IMAGE migrate               (apply the numbered SQL migrations to $DATABASE_URL)
 #   docker run IMAGE ingest --shelf PATH   (ingest a shelf.toml and its books)
 #
@@ -80,7 +80,7 @@ USER 10001:10001
 WORKDIR /var/lib/rulesage
 
 # gRPC services 50061-50067, gateway HTTP 8080, Prometheus /metrics 9464.
-EXPOSE 50061 50062 50063 50064 50065 50066 50067 8080 9464
+EXPOSE 50061 50062 50063 50064 50065 50066 50067 50068 8080 9464
 
 ENTRYPOINT ["rulesage"]
 CMD ["serve", "gateway"]

@@ -116,8 +116,9 @@ class Mesh:
 
 @pytest.fixture(scope="session")
 def search_mesh(shelf_url: str) -> Iterator[Mesh]:
-    """lexical, dense, aisle and fusion over the mini shelf."""
+    """lexical, dense, aisle, category and fusion over the mini shelf."""
     from services.aisle.server import AisleService
+    from services.category.server import CategoryService
     from services.dense.server import DenseService
     from services.fusion.server import FusionService
     from services.lexical.server import LexicalService
@@ -127,6 +128,7 @@ def search_mesh(shelf_url: str) -> Iterator[Mesh]:
         mesh.start("lexical", LexicalService)
         mesh.start("dense", DenseService)
         mesh.start("aisle", AisleService)
+        mesh.start("category", CategoryService)
         mesh.start("fusion", FusionService)
         yield mesh
     finally:

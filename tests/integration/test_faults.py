@@ -32,12 +32,14 @@ import httpx
 import psycopg
 import pytest
 
+from rulesage import mesh as mesh_registry
 from rulesage.core.text import find_quote
 from tests.support.isolated_mesh import FIXTURES, IsolatedMesh, isolated_mesh
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
-SERVICES = ("lexical", "dense", "aisle", "fusion", "rerank", "answer", "doorman")
+SERVICES = tuple(s.name for s in mesh_registry.grpc_services())
+ARMS = tuple(s.name for s in mesh_registry.arms())
 QUESTIONS = [
     ("solitaire-golf", "what is the goal of golf?"),
     ("solitaire-klondike", "can I move a king to an empty tableau pile?"),
@@ -203,7 +205,7 @@ def check_honest(a: Asked) -> None:
 
 def wrench_state(r: dict[str, Any], stage: str) -> str:
     w = r["wrench"]
-    if stage in ("lexical", "dense", "aisle"):
+    if stage in ARMS:
         arms = {a["arm"]: a["state"] for a in w.get("arms", [])}
         return arms.get(stage, "absent")
     return str((w.get(stage) or {}).get("state", "absent"))
@@ -214,7 +216,7 @@ def whole(a: Asked) -> bool:
     r = a.ruling
     if r is None:
         return False
-    stages = ("lexical", "dense", "aisle", "fusion", "rerank", "answer")
+    stages = (*ARMS, "fusion", "rerank", "answer")
     return all(wrench_state(r, s) == "ok" for s in stages)
 
 
@@ -263,8 +265,10 @@ def expect_missing(name: str, a: Asked) -> None:
         return  # the road never calls the doorman; see test_doorman_down_means_held
     assert wrench_state(r, name) != "ok", f"{name} was down but the wrench says ok"
     if name == "dense":
-        assert wrench_state(r, "aisle") != "ok", "aisle needs the question's vector from dense"
-    if name in ("lexical", "dense", "aisle"):
+        for arm in ARMS:
+            if mesh_registry.get(arm).needs_vectors and arm != "dense":
+                assert wrench_state(r, arm) != "ok", f"{arm} needs the question's vector from dense"
+    if name in ARMS:
         assert wrench_state(r, "fusion") == "ok" and r["passages"], "one arm down must not stop the search"
     if name == "fusion":
         assert r["verdict"] == "unavailable" and r["passages"] == [] and wrench_state(r, "rerank") != "ok"

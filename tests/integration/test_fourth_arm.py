@@ -86,7 +86,7 @@ def test_a_registered_fourth_arm_votes_and_the_ceiling_counts_it(search_mesh, fo
             search_mesh.stop("fusion-four-arms")
     finally:
         search_mesh.stop(fourth_arm.name)
-    assert [a.arm for a in res.arms] == ["lexical", "dense", "aisle", "firstpages"]
+    assert [a.arm for a in res.arms] == ["lexical", "dense", "aisle", "category", "firstpages"]
     assert all(a.state == common_pb2.STAGE_STATE_OK for a in res.arms), res.arms
     assert set(res.voted) == {"lexical", "dense", "aisle", "firstpages"}
     assert abs(res.ceiling - 4 / 61) < 1e-12

@@ -18,6 +18,7 @@ import grpc
 import httpx
 import pytest
 
+from rulesage import mesh as mesh_registry
 from rulesage.core.text import find_quote
 from rulesage.v1 import (
     answer_pb2,
@@ -35,7 +36,8 @@ from tests.support.isolated_mesh import FIXTURES, IsolatedMesh, isolated_mesh
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 GAME = "solitaire-golf"
-SERVICES = ("lexical", "dense", "aisle", "fusion", "rerank", "answer", "doorman")
+SERVICES = tuple(s.name for s in mesh_registry.grpc_services())
+ARMS = tuple(s.name for s in mesh_registry.arms())
 MB = 1_000_000
 
 
@@ -264,7 +266,7 @@ def test_fusion_and_arms_refuse_bad_questions(mesh: Mesh, case: str, game: str, 
             )
         )
     assert code == grpc.StatusCode.INVALID_ARGUMENT and details, (code, details)
-    for arm in ("lexical", "dense", "aisle"):
+    for arm in ARMS:
         with grpc.insecure_channel(mesh.addr[arm]) as ch:
             code, details = _code(
                 lambda ch=ch: arm_pb2_grpc.ArmStub(ch).Search(

@@ -21,8 +21,12 @@ def fuse(addr: str, question: str, game: str, timeout: float = 30) -> fusion_pb2
 
 def test_three_arms_vote_and_the_ceiling_is_derived(search_mesh) -> None:
     res = fuse(search_mesh.addr["fusion"], "how do I win a game of klondike?", "solitaire-klondike")
-    assert [a.state for a in res.arms] == [OK, OK, OK]
+    assert [a.state for a in res.arms] == [OK, OK, OK, OK]
+    # klondike has no category map: the category leg answers, with no list and no call
+    category = next(a for a in res.arms if a.arm == "category")
+    assert category.hits == 0 and not category.HasField("category")
     assert set(res.voted) == {"lexical", "dense", "aisle"}
+    assert len(res.question_vector) == 384
     assert res.k == 60
     assert abs(res.ceiling - 3 / 61) < 1e-12
     assert 0 < len(res.passages) <= 80

@@ -20,6 +20,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.common.v1 import common_pb2
 
+from rulesage import mesh as registry
 from tests.support.isolated_mesh import isolated_env
 
 pytestmark = pytest.mark.integration
@@ -27,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "What is the goal of a game of Golf, and when does it end?"
 GATEWAY_QUESTION = "How many cards are dealt into each column of the Golf tableau?"
 GAME = "solitaire-golf"
+ARMS = tuple(s.name for s in registry.arms())
 TRACE_URL = "http://traces.example/trace/{trace_id}"
 FUSE = "/rulesage.v1.Fusion/Fuse"
 RERANK = "/rulesage.v1.Reranker/Rerank"
@@ -205,7 +207,7 @@ def test_one_ask_is_one_trace_that_adds_up(tmp_path: Path, receiver: tuple[Recei
     assert TRACE_URL.replace("{trace_id}", trace_id) in page.text
 
     # -- one trace across the caller and every service on the road ------------------------------------------
-    services = {f"rulesage-{n}" for n in ("cli", "fusion", "lexical", "dense", "aisle", "rerank")}
+    services = {f"rulesage-{n}" for n in ("cli", "fusion", *ARMS, "rerank")}
     if ruling["wrench"]["answer"]["state"] != "skipped":
         services.add("rulesage-answer")
     spans = wait_for(rec, trace_id, services)
@@ -229,7 +231,7 @@ def test_one_ask_is_one_trace_that_adds_up(tmp_path: Path, receiver: tuple[Recei
     assert (fuse_served.parent_id, fuse_served.service) == (fuse_call.span_id, "rulesage-fusion")
     assert (rerank_served.parent_id, rerank_served.service) == (rerank_call.span_id, "rulesage-rerank")
     # every arm answered inside fusion's span: the arms' server spans hang under fusion's client calls
-    for arm in ("lexical", "dense", "aisle"):
+    for arm in ARMS:
         served = [s for s in spans if s.service == f"rulesage-{arm}" and s.kind == SERVER]
         assert served, f"no server span from {arm}"
         for s in served:

@@ -563,7 +563,7 @@ def test_network_policies_deny_by_default_and_allow_only_the_mesh(rendered: Rend
     grpc = {n: PORTS[n] for n in service_names()}
 
     allowed = {("gateway", "fusion"), ("gateway", "rerank"), ("gateway", "answer"), ("gateway", "doorman")}
-    allowed |= {("fusion", "lexical"), ("fusion", "dense"), ("fusion", "aisle")}
+    allowed |= {("fusion", a.name) for a in mesh.arms()}
     for src in pods:
         for dst, port in grpc.items():
             expect = (src, dst) in allowed

@@ -44,8 +44,8 @@ def test_base_port_moves_the_block_and_keeps_each_offset(monkeypatch: pytest.Mon
 
 def test_one_embedder_and_the_arms_that_wait_for_it() -> None:
     assert mesh.embedder().name == "dense"
-    assert [a.name for a in mesh.arms()] == ["lexical", "dense", "aisle"]
-    assert [a.name for a in mesh.arms() if a.needs_vectors] == ["dense", "aisle"]
+    assert [a.name for a in mesh.arms()] == ["lexical", "dense", "aisle", "category"]
+    assert [a.name for a in mesh.arms() if a.needs_vectors] == ["dense", "aisle", "category"]
 
 
 def test_an_unknown_service_is_a_clear_error() -> None:
