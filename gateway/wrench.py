@@ -111,6 +111,7 @@ def view(ruling: dict[str, Any], trace_url: str = "") -> dict[str, Any]:
             "hits": a.get("hits"),
             "ms": _num(a.get("ms")),
             "ok": str(a.get("state", "")) == StageState.OK,
+            "category": a.get("category") if isinstance(a.get("category"), dict) else None,
         }
         for a in wrench.get("arms") or []
         if isinstance(a, dict)

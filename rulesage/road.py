@@ -79,6 +79,7 @@ def _category(status: fusion_pb2.ArmStatus) -> dict[str, Any] | None:
     c = status.category
     return {
         "name": c.name or None,
+        "best": c.best,
         "confidence": round(c.confidence, 4),
         "threshold": round(c.threshold, 4),
         "sections": list(c.sections),

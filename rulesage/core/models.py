@@ -51,6 +51,7 @@ class CategoryCall(_Model):
     against the abstain threshold, the sections it maps to, and the runner-up."""
 
     name: str | None = None
+    best: str = ""  # the best-scoring category, called or not
     confidence: float = 0.0
     threshold: float = 0.0
     sections: list[str] = Field(default_factory=list)

@@ -88,17 +88,19 @@ class ArmResult(_message.Message):
     def __init__(self, arm: _Optional[str] = ..., hits: _Optional[_Iterable[_Union[ArmHit, _Mapping]]] = ..., lanes: _Optional[_Iterable[str]] = ..., timings: _Optional[_Iterable[_Union[_common_pb2.StageTiming, _Mapping]]] = ..., note: _Optional[str] = ..., category: _Optional[_Union[Category, _Mapping]] = ...) -> None: ...
 
 class Category(_message.Message):
-    __slots__ = ("name", "confidence", "threshold", "sections", "runner_up", "runner_up_confidence")
+    __slots__ = ("name", "confidence", "threshold", "sections", "runner_up", "runner_up_confidence", "best")
     NAME_FIELD_NUMBER: _ClassVar[int]
     CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     SECTIONS_FIELD_NUMBER: _ClassVar[int]
     RUNNER_UP_FIELD_NUMBER: _ClassVar[int]
     RUNNER_UP_CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    BEST_FIELD_NUMBER: _ClassVar[int]
     name: str
     confidence: float
     threshold: float
     sections: _containers.RepeatedScalarFieldContainer[str]
     runner_up: str
     runner_up_confidence: float
-    def __init__(self, name: _Optional[str] = ..., confidence: _Optional[float] = ..., threshold: _Optional[float] = ..., sections: _Optional[_Iterable[str]] = ..., runner_up: _Optional[str] = ..., runner_up_confidence: _Optional[float] = ...) -> None: ...
+    best: str
+    def __init__(self, name: _Optional[str] = ..., confidence: _Optional[float] = ..., threshold: _Optional[float] = ..., sections: _Optional[_Iterable[str]] = ..., runner_up: _Optional[str] = ..., runner_up_confidence: _Optional[float] = ..., best: _Optional[str] = ...) -> None: ...

@@ -74,6 +74,7 @@ class CategoryService(DbService, arm_pb2_grpc.ArmServicer):
         result.category.CopyFrom(
             arm_pb2.Category(
                 name=made.name or "",
+                best=made.best,
                 confidence=made.confidence,
                 threshold=made.threshold,
                 runner_up=made.runner_up,

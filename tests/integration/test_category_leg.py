@@ -100,6 +100,7 @@ def test_an_unsure_call_stays_out_of_the_election_and_says_so(mapped: str, searc
     arm = _category(res)
     assert arm.state == OK and arm.hits == 0
     assert arm.category.name == "" and arm.category.threshold == 1.0
+    assert arm.category.best == "aspects_and_fate_points"
     assert 0 < arm.category.confidence < 1.0
     assert arm.category.runner_up and arm.category.runner_up != "aspects_and_fate_points"
     assert "category" not in res.voted and abs(res.ceiling - 3 / 61) < 1e-12

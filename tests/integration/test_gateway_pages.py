@@ -92,10 +92,33 @@ def test_permalink_shows_answer_citations_and_the_wrench(client: TestClient, url
     assert "4bf92f3577b34da6a3ce929d0e0e4736" in html
     assert 'href="http://traces.local/trace/4bf92f3577b34da6a3ce929d0e0e4736"' in html
     assert "rulebook top passage kept" in html
+    assert "The category leg abstained: its best guess, opportunity_attacks, had confidence" in html
     data = client.get(f"/api/rulings/{rid}").json()
     assert data["id"] == rid and data["wrench"]["voted"] == ["lexical", "dense", "aisle"]
     assert data["wrench_derived"]["ceiling_formula"] == "3/(60+1) = 0.04918"
     assert data["rating"] == {"mean": 2.0, "count": 0, "sum": 0}
+
+
+def test_the_wrench_shows_the_category_call_and_its_sections(client: TestClient, url: str) -> None:
+    wrench = sample_ruling()["wrench"]
+    call = {
+        "name": "opportunity_attacks",
+        "best": "opportunity_attacks",
+        "confidence": 0.87,
+        "threshold": 0.5,
+        "sections": ["Combat > Actions in Combat"],
+        "runner_up": "movement",
+        "runner_up_confidence": 0.09,
+    }
+    arms = [a if a["arm"] != "category" else {**a, "hits": 12, "category": call} for a in wrench["arms"]]
+    rid = _store(url, wrench={**wrench, "arms": arms, "voted": [*wrench["voted"], "category"]})
+    html = client.get(f"/rulings/{rid}").text
+    assert "Classified as <strong>opportunity_attacks</strong>" in html
+    assert "runner-up movement" in html and "Sections: Combat &gt; Actions in Combat" in html
+    assert "4/(60+1) = 0.06557" in html
+    data = client.get(f"/api/rulings/{rid}").json()
+    (cat,) = [a["category"] for a in data["wrench"]["arms"] if a["arm"] == "category"]
+    assert cat["name"] == "opportunity_attacks" and cat["confidence"] == 0.87
 
 
 def test_user_text_is_escaped_on_the_wall_and_the_permalink(client: TestClient, url: str) -> None:

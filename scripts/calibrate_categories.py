@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Measure the category classifier on the training questions and pick its abstain threshold.
+
+usage: python scripts/calibrate_categories.py [--json] [--min-precision 0.8]
+
+For every game with a loaded category map (``rulesage ingest ... --categories data/categories``), each
+training question of that game (``data/reranker/questions-*.jsonl``, never the evaluation's files: the
+training guard drops any that overlap them) has a right answer: the categories whose sections hold the
+passage that answers it (none when the answer lies outside every mapped section, where the right call is
+to abstain). The classifier is run at every threshold on a grid; the table prints, per threshold, the share
+of questions it votes on, the precision of those votes and the share of all questions it votes on rightly.
+The chosen threshold is the lowest that keeps precision at or above ``--min-precision`` over all mapped
+games together; rulesage/core/categories.py's THRESHOLD carries it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rulesage.core import categories as cat  # noqa: E402
+
+GRID = [round(0.3 + 0.05 * i, 2) for i in range(14)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--min-precision", type=float, default=0.8)
+    ap.add_argument("--questions", default=str(ROOT / "data" / "reranker" / "questions-*.jsonl"))
+    ns = ap.parse_args()
+
+    from rulesage import db
+    from rulesage.embed import shared_embedder
+    from services.rerank.train.data import eval_guard, family_ids, load_questions, positive_of
+    from services.rerank.train.pool import FamilyIndex
+
+    guard = eval_guard()
+    questions = [q for q in load_questions(ns.questions) if not guard.touches(q)]
+    url = db.database_url(start_embedded=True)
+    rows: list[dict[str, object]] = []
+    with db.connect(url) as conn:
+        games = conn.execute(
+            "SELECT g.slug, g.id FROM games g JOIN category_maps m ON m.game_id = g.id ORDER BY g.slug"
+        ).fetchall()
+        if not games:
+            print(
+                "no category map is loaded: ingest with --categories data/categories first", file=sys.stderr
+            )
+            return 2
+        fams = family_ids(conn)
+        embedder = shared_embedder()
+        for slug, game_id in games:
+            texts = conn.execute(
+                "SELECT c.name, t.embedding FROM category_texts t JOIN categories c ON c.id = t.category_id"
+                " WHERE c.game_id = %s ORDER BY c.id, t.ord",
+                (game_id,),
+            ).fetchall()
+            owners = [r[0] for r in texts]
+            matrix = np.stack([np.asarray(r[1].to_numpy(), dtype=np.float32) for r in texts])
+            members: dict[int, set[str]] = defaultdict(set)
+            for name, pid in conn.execute(
+                "SELECT c.name, cp.passage_id FROM category_passages cp JOIN categories c"
+                " ON c.id = cp.category_id WHERE c.game_id = %s",
+                (game_id,),
+            ).fetchall():
+                members[int(pid)].add(name)
+            index = FamilyIndex(conn, fams[slug])
+            mine = [q for q in questions if q.game == slug]
+            vecs = embedder.embed_queries([q.question for q in mine]) if mine else []
+            for q, v in zip(mine, vecs, strict=True):
+                _, supporters = positive_of(index, q)
+                if not supporters:
+                    continue  # the quote is not on the shelf as ingested: no right answer to check
+                right: set[str] = set()
+                for i in supporters:
+                    right |= members.get(index.passages[i].id, set())
+                score = cat.scores(cat.cosine_pairs(v, matrix, owners))
+                best = cat.call(score, threshold=0.0)
+                rows.append(
+                    {
+                        "game": slug,
+                        "right": sorted(right),
+                        "best": best.best,
+                        "confidence": best.confidence,
+                        "source": q.provenance,
+                    }
+                )
+
+    def table(subset: list[dict[str, object]]) -> list[dict[str, float]]:
+        out = []
+        n = len(subset) or 1
+        for t in GRID:
+            voted = [r for r in subset if float(r["confidence"]) >= t]  # type: ignore[arg-type]
+            good = [r for r in voted if r["best"] in r["right"]]  # type: ignore[operator]
+            out.append(
+                {
+                    "threshold": t,
+                    "voted": round(len(voted) / n, 3),
+                    "precision": round(len(good) / len(voted), 3) if voted else 1.0,
+                    "right_votes": round(len(good) / n, 3),
+                }
+            )
+        return out
+
+    report: dict[str, object] = {"questions": len(rows), "games": {}}
+    for slug in sorted({str(r["game"]) for r in rows}):
+        sub = [r for r in rows if r["game"] == slug]
+        report["games"][slug] = {  # type: ignore[index]
+            "questions": len(sub),
+            "mapped": round(sum(bool(r["right"]) for r in sub) / len(sub), 3),
+            "top1_when_mapped": round(
+                sum(r["best"] in r["right"] for r in sub if r["right"])
+                / max(1, sum(bool(r["right"]) for r in sub)),
+                3,
+            ),
+            "grid": table(sub),
+        }
+    overall = table(rows)
+    report["grid"] = overall
+    ok = [g for g in overall if g["precision"] >= ns.min_precision]
+    report["chosen_threshold"] = ok[0]["threshold"] if ok else None
+    report["min_precision"] = ns.min_precision
+    report["current_threshold"] = cat.THRESHOLD
+    if ns.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    for slug, g in report["games"].items():  # type: ignore[union-attr]
+        print(
+            f"{slug}: {g['questions']} questions, {g['mapped']:.0%} answered inside a mapped section,"
+            f" top-1 right on {g['top1_when_mapped']:.0%} of those"
+        )
+    print(f"\nall mapped games ({len(rows)} questions)\n threshold  voted  precision  right votes")
+    for g in overall:
+        print(
+            f"  {g['threshold']:.2f}     {g['voted']:.3f}  {g['precision']:.3f}      {g['right_votes']:.3f}"
+        )
+    print(
+        f"\nchosen (precision >= {ns.min_precision}): {report['chosen_threshold']};"
+        f" in the code: {cat.THRESHOLD}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
