@@ -152,6 +152,9 @@ async def _gold(url: str, gold: list[dict[str, Any]], answer: bool) -> dict[str,
                 "answerable": q["answerable"],
             }
             row["degraded"] = degraded_stages(out.wrench)
+            calls = [a["category"] for a in out.wrench.get("arms", []) if a.get("category")]
+            if calls:
+                row["category"] = calls[0]
             reranked = "rerank" not in row["degraded"]
             if q["answerable"]:
                 # an ask whose rerank fell back to the fused order is not a reranked hit
@@ -241,6 +244,31 @@ def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answ
         }
         for a in arm_names
     }
+    called = [r for r in rows if "category" in r]
+    if called:
+        voted = [r for r in called if r["category"].get("name")]
+        voted_ans = [r for r in voted if r["answerable"]]
+        report["category_leg"] = {
+            "asks_with_a_map": len(called),
+            "voted": len(voted),
+            "abstained": len(called) - len(voted),
+            # of the answerable asks it voted on: its list of the mapped sections held the answer
+            "list_held_the_answer": round(
+                sum(r.get("arms", {}).get("category", {}).get("found_80", False) for r in voted_ans)
+                / (len(voted_ans) or 1),
+                3,
+            ),
+        }
+    report["by_game"] = {
+        g: {
+            "n": len(sub),
+            "recall_at_8": share("found_8", sub),
+            "recall_at_8_fused": share("found_8_fused", sub),
+            "recall_at_80": share("found_80", sub),
+        }
+        for g in sorted({r["game"] for r in ans})
+        if (sub := [r for r in ans if r["game"] == g])
+    }
     tags = sorted({t for r in rows for t in r["tags"]})
     report["by_tag"] = {}
     for t in tags:
@@ -257,7 +285,9 @@ def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answ
         for stage in ("arm", "fusion", "rerank", "answer")
     }
     report["latency_ms"] = {k: pct(v) for k, v in sorted(stage_ms.items())}
-    report["misses_at_8"] = [{"id": r["id"], "tags": r["tags"]} for r in ans if not r.get("found_8")]
+    report["misses_at_8"] = [
+        {"id": r["id"], "game": r["game"], "tags": r["tags"]} for r in ans if not r.get("found_8")
+    ]
     if answer:
         unans = [r for r in rows if not r["answerable"]]
         # an unavailable answer is a degraded stage, never an abstain (nor a hit)
