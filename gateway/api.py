@@ -22,13 +22,22 @@ from gateway.context import (
     admitted,
     as_ask_error,
     ask,
+    asked_before,
     check_ask,
     client_address,
     ctx,
     session_id,
 )
 from rulesage import rulings
-from rulesage.core.models import Games, Queue, RatingResult, ReviewResult, RulingPublic, Wall
+from rulesage.core.models import (
+    Games,
+    Queue,
+    RatingResult,
+    RetireResult,
+    ReviewResult,
+    RulingPublic,
+    Wall,
+)
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api")
@@ -47,6 +56,12 @@ class RatingBody(BaseModel):
 
 class ReviewBody(BaseModel):
     reason: str = Field(default="", max_length=500)
+
+
+class RetireBody(BaseModel):
+    reason: str = Field(
+        min_length=1, max_length=500, description="Why it was retired: shown on the ruling's page."
+    )
 
 
 def _ask_error(exc: AskError) -> JSONResponse:
@@ -152,6 +167,7 @@ async def get_ruling(request: Request, rid: str) -> dict[str, Any]:
         if ruling is None:
             raise HTTPException(404, "No ruling has that address.")
         ruling["rating"] = await rulings.rating(conn, rid)
+        ruling["asked_before"] = await asked_before(conn, rid)
     view = wrench.view(ruling, c.settings.rulesage_trace_url)
     ruling["wrench_derived"] = {
         "voted": view["voted"],
@@ -166,13 +182,16 @@ async def get_ruling(request: Request, rid: str) -> dict[str, Any]:
 
 @router.post(
     "/rulings/{rid}/rating",
-    summary="Rate a ruling 1-3; returns its Bayesian mean",
+    summary="Rate a ruling 1-3; returns its Bayesian mean (with the admin token: a judge's rating)",
     response_model=RatingResult,
 )
 async def rate(request: Request, rid: str, body: RatingBody) -> dict[str, Any]:
 
     c = ctx(request)
-    # A browser rates as its session; a client without a session cookie rates as its address.
+    # With the admin's bearer token the rating is a judge's; otherwise a browser rates as its session and a
+    # client without a session cookie rates as its address.
+    if c.guard.bearer_ok(request.headers.get("authorization")):
+        return await _judge(c, rid, body.score)
     fresh = getattr(request.state, "fresh_session", True)
     rater = c.guard.client_key("ip:" + client_address(request) if fresh else session_id(request))
     async with c.pool.connection() as conn:
@@ -199,6 +218,40 @@ async def admin_queue(request: Request, _: AdminDep) -> dict[str, Any]:
     c = ctx(request)
     async with c.pool.connection() as conn:
         return {"rulings": await rulings.queue(conn)}
+
+
+async def _judge(c: Ctx, rid: str, score: int) -> dict[str, Any]:
+    async with c.pool.connection() as conn:
+        result = await rulings.rate(conn, rid, score, rulings.JUDGE_CLIENT, judge=True)
+    if result is None:
+        raise HTTPException(404, "No ruling has that address.")
+    return {"id": rid, "rating": result}
+
+
+@router.post(
+    "/admin/rulings/{rid}/judge",
+    summary="A judge's 1-3 rating (admin token): the latest one is the ruling's effective score",
+    response_model=RatingResult,
+)
+async def admin_judge(request: Request, rid: str, body: RatingBody, _: AdminDep) -> dict[str, Any]:
+    return await _judge(ctx(request), rid, body.score)
+
+
+@router.post(
+    "/admin/rulings/{rid}/retire",
+    summary="Retire a ruling (admin token): never offered as asked before again, readable at its permalink",
+    response_model=RetireResult,
+)
+async def admin_retire(request: Request, rid: str, body: RetireBody, _: AdminDep) -> dict[str, Any]:
+    c = ctx(request)
+    if not body.reason.strip():
+        raise HTTPException(422, "A retirement needs a reason.")
+    async with c.pool.connection() as conn:
+        if not await rulings.retire(conn, rid, body.reason):
+            raise HTTPException(404, "No ruling has that address.")
+        ruling = await rulings.get(conn, rid)
+    assert ruling is not None
+    return {"id": rid, "retired_at": ruling["retired_at"], "retired_reason": ruling["retired_reason"]}
 
 
 @router.post(

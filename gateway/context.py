@@ -21,6 +21,7 @@ from gateway.asking import RoadHandle
 from gateway.screening import Screening
 from gateway.security import ADMIN_COOKIE, Guard, SharedRateLimiter
 from gateway.settings import GatewaySettings
+from rulesage import rulings
 from rulesage.admission import Gate, Saturated
 from rulesage.core.questions import BadQuestion
 
@@ -178,3 +179,13 @@ def require_api_admin(request: Request) -> None:
 
 
 AdminDep = Annotated[None, Depends(require_api_admin)]
+
+
+async def asked_before(conn: Any, rid: str) -> list[dict[str, Any]]:
+    """A ruling's "asked before" list as of now (rulesage.rulings.asked_before); [] when the lookup fails:
+    the page and the JSON of a ruling never fail because of its earlier rulings."""
+    try:
+        return await rulings.asked_before(conn, rid)
+    except Exception:
+        log.exception("asked before: lookup failed for %s", rid)
+        return []

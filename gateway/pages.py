@@ -10,7 +10,18 @@ from fastapi.responses import RedirectResponse
 from starlette.responses import Response
 
 from gateway import shelf, wrench
-from gateway.context import AskError, Ctx, ask, check_ask, client_address, ctx, is_admin, render, session_id
+from gateway.context import (
+    AskError,
+    Ctx,
+    ask,
+    asked_before,
+    check_ask,
+    client_address,
+    ctx,
+    is_admin,
+    render,
+    session_id,
+)
 from gateway.security import ADMIN_COOKIE
 from gateway.wrench import doorman_report
 from rulesage import rulings
@@ -89,6 +100,7 @@ async def ruling_page(request: Request, rid: str) -> Response:
         if ruling is None:
             raise HTTPException(404, "No ruling has that address.")
         rating = await rulings.rating(conn, rid)
+        priors = await asked_before(conn, rid)
     view = wrench.view(ruling, c.settings.rulesage_trace_url)
     response = render(
         request,
@@ -96,6 +108,7 @@ async def ruling_page(request: Request, rid: str) -> Response:
         ruling=ruling,
         wrench=view,
         rating=rating,
+        priors=priors,
         rating_labels=RATING_LABELS,
         rated=request.query_params.get("rated") == "1",
     )
@@ -201,6 +214,66 @@ async def queue_page(request: Request) -> Response:
     async with c.pool.connection() as conn:
         items = await rulings.queue(conn)
     return render(request, "queue.html", rulings=items, done=request.query_params.get("done", ""))
+
+
+@router.get("/admin/rulings/{rid}")
+async def judge_page(request: Request, rid: str) -> Response:
+    """A judge's tools for one ruling: rate it as the judge (overrides the crowd) or retire it."""
+    c = ctx(request)
+    if not _admin(c, request):
+        return render(request, "login.html", status=401, error="The judge's tools need the admin token.")
+    async with c.pool.connection() as conn:
+        ruling = await rulings.get(conn, rid) if len(rid) <= 64 else None
+        if ruling is None:
+            raise HTTPException(404, "No ruling has that address.")
+        rating = await rulings.rating(conn, rid)
+    return render(
+        request,
+        "judge.html",
+        ruling=ruling,
+        rating=rating,
+        rating_labels=RATING_LABELS,
+        done=request.query_params.get("done", ""),
+    )
+
+
+def _judge_guard(c: Ctx, request: Request, csrf: str) -> None:
+    if not _admin(c, request):
+        raise HTTPException(401, "The judge's tools need the admin token.")
+    _csrf_or_403(c, request, csrf)
+
+
+@router.post("/admin/rulings/{rid}/judge")
+async def judge_form(
+    request: Request,
+    rid: str,
+    score: Annotated[int, Form(ge=1, le=3)],
+    csrf: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    c = ctx(request)
+    _judge_guard(c, request, csrf)
+    async with c.pool.connection() as conn:
+        result = await rulings.rate(conn, rid, score, rulings.JUDGE_CLIENT, judge=True)
+    if result is None:
+        raise HTTPException(404, "No ruling has that address.")
+    return _see_other(f"/admin/rulings/{rid}?done=judge")
+
+
+@router.post("/admin/rulings/{rid}/retire")
+async def retire_form(
+    request: Request,
+    rid: str,
+    reason: Annotated[str, Form(max_length=500)] = "",
+    csrf: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    c = ctx(request)
+    _judge_guard(c, request, csrf)
+    if not reason.strip():
+        raise HTTPException(400, "Say why the ruling is retired: the reason is shown on its page.")
+    async with c.pool.connection() as conn:
+        if not await rulings.retire(conn, rid, reason):
+            raise HTTPException(404, "No ruling has that address.")
+    return _see_other(f"/admin/rulings/{rid}?done=retire")
 
 
 @router.post("/admin/rulings/{rid}/{action}")

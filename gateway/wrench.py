@@ -131,6 +131,7 @@ def view(ruling: dict[str, Any], trace_url: str = "") -> dict[str, Any]:
         "guarantees": [str(g) for g in wrench.get("guarantees_fired") or []],
         "rerank": wrench.get("rerank") or {},
         "answer": wrench.get("answer") or {},
+        "priors": wrench.get("priors") or {},
         "aliases": wrench.get("aliases") or [],
         "timings": timings,
         "search_span_ms": _num(wrench.get("search_span_ms")),

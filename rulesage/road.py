@@ -41,10 +41,21 @@ VERDICTS = {
 }
 
 
+# An ask that is not stored (an evaluation run) is answered from the book alone.
+_NOT_LOOKED_UP: dict[str, Any] = {
+    "state": StageState.SKIPPED.value,
+    "detail": "not looked up: this ask is not stored (an evaluation run)",
+    "shown": [],
+    "max_distance": rulings.PRIOR_MAX_DISTANCE,
+}
+
+
 class RoadSettings(CommonSettings):
     rulesage_fusion_deadline_s: float = 5.0
     rulesage_rerank_deadline_s: float = 5.0
     rulesage_answer_deadline_s: float = 60.0
+    # The prior-rulings lookup is a help: past this it is reported in the wrench and the ask goes on.
+    rulesage_priors_deadline_s: float = 1.0
 
 
 def passage_dict(p: common_pb2.Passage) -> dict[str, Any]:
@@ -258,12 +269,14 @@ class Road:
         """Answer from the kept passages and store the ruling (``store=False``: evaluation runs, not kept)."""
         await self.open()
         tracer = telemetry.tracer()
+        found, priors_info = await self._priors(out) if store else ([], dict(_NOT_LOOKED_UP))
         t0 = time.perf_counter()
         with tracer.start_as_current_span("answer", attributes={"game": out.game}):
-            verdict, text, citations, info = await self._answer(out)
+            verdict, text, citations, info = await self._answer(out, found)
         answer_ms = (time.perf_counter() - t0) * 1000.0
         wrench = dict(out.wrench)
         wrench["answer"] = info
+        wrench["priors"] = priors_info
         wrench["answer_ms"] = round(answer_ms, 2)
         wrench["total_ms"] = round((time.perf_counter() - out.started) * 1000.0, 2)
         wrench["timings"] = out.timings
@@ -281,13 +294,46 @@ class Road:
         }
         Ruling.model_validate(ruling)  # the one schema (rulesage.core.models): a renamed key fails here
         if not store:
-            return ruling
+            return ruling | {"asked_before": found}
         async with self.pool.connection() as conn:
-            ruling["id"] = await rulings.save(conn, ruling)
+            ruling["id"] = await rulings.save(conn, ruling, question_vec=out.question_vector)
             stored = await rulings.get(conn, ruling["id"])
-        return stored or ruling
+        return (stored or ruling) | {"asked_before": found}
 
-    async def _answer(self, out: SearchOutcome) -> tuple[str, str, list[dict[str, Any]], dict[str, Any]]:
+    async def _priors(self, out: SearchOutcome) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """Earlier rulings about the same thing (rulesage.rulings.priors), with the wrench's report. A missing
+        question vector or a failed or slow lookup gives none and says why; it never fails the ask."""
+        info: dict[str, Any] = {"shown": [], "max_distance": rulings.PRIOR_MAX_DISTANCE}
+        if not out.question_vector:
+            detail = "no question vector (the embedder did not answer): no earlier rulings looked up"
+            return [], info | {"state": StageState.SKIPPED.value, "detail": detail}
+        t0 = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.settings.rulesage_priors_deadline_s):
+                async with self.pool.connection() as conn:
+                    found = await rulings.priors(
+                        conn, out.game, out.question_vector, out.models.get("embed", "")
+                    )
+        except Exception as exc:
+            if isinstance(exc, TimeoutError):
+                state = StageState.TIMEOUT
+                why = f"no answer within {self.settings.rulesage_priors_deadline_s:g} s"
+            else:
+                state, why = StageState.FAILED, f"{type(exc).__name__}: {exc}"[:300]
+            return [], info | {"state": state.value, "detail": f"{why}; answered without earlier rulings"}
+        finally:
+            out.timings.append({"stage": "road.priors", "ms": round((time.perf_counter() - t0) * 1000, 2)})
+        detail = f"{len(found)} earlier ruling{'' if len(found) == 1 else 's'} within distance"
+        detail += f" {rulings.PRIOR_MAX_DISTANCE:g}"
+        return found, info | {
+            "state": StageState.OK.value,
+            "detail": detail,
+            "shown": [p["id"] for p in found],
+        }
+
+    async def _answer(
+        self, out: SearchOutcome, priors: list[dict[str, Any]] | None = None
+    ) -> tuple[str, str, list[dict[str, Any]], dict[str, Any]]:
         if not out.passages:
             why = out.wrench.get("fusion", {}).get("detail") or "no passage was found"
             info: dict[str, Any] = {"state": "skipped", "detail": why, "attempts": 0, "rejections": []}
@@ -297,7 +343,20 @@ class Road:
         stub = answer_pb2_grpc.AnswererStub(self.channels["answer"])
         try:
             res: answer_pb2.AnswerResult = await stub.Answer(
-                answer_pb2.AnswerRequest(question=out.question, game=out.game, passages=out.passages),
+                answer_pb2.AnswerRequest(
+                    question=out.question,
+                    game=out.game,
+                    passages=out.passages,
+                    priors=[
+                        answer_pb2.PriorRuling(
+                            question=p["question"],
+                            answer=p["answer"],
+                            score=float(p["rating"]["effective"]),
+                            id=p["id"],
+                        )
+                        for p in priors or []
+                    ],
+                ),
                 timeout=self.settings.rulesage_answer_deadline_s,
             )
         except Exception as exc:

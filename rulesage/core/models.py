@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -90,6 +90,14 @@ class Candidate(_Model):
     rerank_score: float | None = None
 
 
+class PriorsInfo(StageInfo):
+    """The prior-rulings lookup of one ask: which earlier rulings the answering model was shown (ids,
+    nearest first) and the largest question distance allowed."""
+
+    shown: list[str] = Field(default_factory=list)
+    max_distance: float = 0.0
+
+
 class Timing(_Model):
     stage: str
     ms: float
@@ -110,6 +118,7 @@ class Wrench(_Model):
     guarantees_fired: list[str] = Field(default_factory=list)
     rerank: RerankInfo | None = None
     answer: AnswerInfo | None = None
+    priors: PriorsInfo | None = None
     timings: list[Timing] = Field(default_factory=list)
     search_span_ms: float | None = None
     answer_ms: float | None = None
@@ -165,12 +174,31 @@ class Ruling(_Model):
     public_state: str | None = None
     public_reason: str | None = None
     created_at: Any = None
+    retired_at: str | None = None  # set when an admin retired it: readable here, never offered as a prior
+    retired_reason: str = ""
 
 
 class Rating(_Model):
-    mean: float  # Bayesian-smoothed: (2.0 * 3 + sum) / (3 + count)
-    count: int
+    mean: float  # the crowd's, Bayesian-smoothed: (2.0 * 3 + sum) / (3 + count)
+    count: int  # crowd ratings (a judge's rating is not a crowd vote)
     sum: int
+    effective: float  # what counts: the judge's latest score when a judge rated, else ``mean``
+    judged: bool = False  # a judge's rating set ``effective``
+    judge_score: int | None = None  # the judge's latest score
+    excluded: bool = False  # effective < 1.5 with 5 or more votes: never offered as "asked before"
+
+
+class PriorRuling(_Model):
+    """An earlier ruling of this site about the same thing ("asked before"): never the book, never cited."""
+
+    kind: Literal["earlier_ruling"] = "earlier_ruling"
+    id: str
+    question: str
+    answer: str
+    rating: Rating
+    distance: float  # cosine distance between the two questions' embeddings
+    url: str  # its permalink
+    created_at: str
 
 
 class WrenchDerived(_Model):
@@ -191,6 +219,7 @@ class RulingPublic(Ruling):
     id: str
     rating: Rating
     wrench_derived: WrenchDerived
+    asked_before: list[PriorRuling] = Field(default_factory=list)
 
 
 class GameSummary(_Model):
@@ -234,6 +263,12 @@ class Queue(_Model):
 class RatingResult(_Model):
     id: str
     rating: Rating
+
+
+class RetireResult(_Model):
+    id: str
+    retired_at: str
+    retired_reason: str
 
 
 class ReviewResult(_Model):

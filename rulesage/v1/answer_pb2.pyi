@@ -20,14 +20,28 @@ NOT_IN_BOOK: Verdict
 UNAVAILABLE: Verdict
 
 class AnswerRequest(_message.Message):
-    __slots__ = ("question", "game", "passages")
+    __slots__ = ("question", "game", "passages", "priors")
     QUESTION_FIELD_NUMBER: _ClassVar[int]
     GAME_FIELD_NUMBER: _ClassVar[int]
     PASSAGES_FIELD_NUMBER: _ClassVar[int]
+    PRIORS_FIELD_NUMBER: _ClassVar[int]
     question: str
     game: str
     passages: _containers.RepeatedCompositeFieldContainer[_common_pb2.Passage]
-    def __init__(self, question: _Optional[str] = ..., game: _Optional[str] = ..., passages: _Optional[_Iterable[_Union[_common_pb2.Passage, _Mapping]]] = ...) -> None: ...
+    priors: _containers.RepeatedCompositeFieldContainer[PriorRuling]
+    def __init__(self, question: _Optional[str] = ..., game: _Optional[str] = ..., passages: _Optional[_Iterable[_Union[_common_pb2.Passage, _Mapping]]] = ..., priors: _Optional[_Iterable[_Union[PriorRuling, _Mapping]]] = ...) -> None: ...
+
+class PriorRuling(_message.Message):
+    __slots__ = ("question", "answer", "score", "id")
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    question: str
+    answer: str
+    score: float
+    id: str
+    def __init__(self, question: _Optional[str] = ..., answer: _Optional[str] = ..., score: _Optional[float] = ..., id: _Optional[str] = ...) -> None: ...
 
 class Citation(_message.Message):
     __slots__ = ("passage_id", "quote", "start", "end", "page", "doc_key", "doc_title", "doc_version", "rule_id")

@@ -50,6 +50,17 @@ class ToolRequest:
 
 
 @dataclass(frozen=True)
+class PriorView:
+    """An earlier ruling of this site about the same thing: shown to a language model after the book as an
+    example, never a passage (it has no passage id, so no citation can name it)."""
+
+    id: str
+    question: str
+    answer: str
+    score: float
+
+
+@dataclass(frozen=True)
 class Prompt:
     """Everything a backend is shown for one turn."""
 
@@ -65,6 +76,8 @@ class Prompt:
     rejection: Rejection | None = None
     # The rule lookup is offered on this turn (schema carries ``lookup_rules``).
     tool_offered: bool = False
+    # Earlier rulings about the same thing, nearest first: rendered after every passage, never citable.
+    priors: tuple[PriorView, ...] = ()
 
 
 class Backend(Protocol):

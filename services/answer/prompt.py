@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from services.answer.citations import MIN_ANSWER_CHARS, PassageView
-from services.answer.loop import Prompt
+from services.answer.loop import PriorView, Prompt
 
 SYSTEM = f"""You are a board-game rules judge. Answer ONLY from the rulebook passages you are given.
 Reply with one JSON object, fields in this order:
@@ -17,6 +17,18 @@ empty). Saying "not_in_book" is better than guessing."""
 TOOL = """If the answer depends on a numbered rule that is referred to but not shown, you may instead put up \
 to 5 rule numbers in "lookup_rules" (leave "quotes" empty and "verdict" "not_in_book"): you will be shown \
 those rules once and must then answer. Otherwise leave "lookup_rules" empty."""
+
+
+PRIORS_RULE = """After the passages you may be shown EARLIER RULINGS of this site on similar questions. They \
+are examples of how such questions were answered, NOT the rulebook: they never outrank a passage (where \
+they disagree, the passage is right), and they can never be quoted or cited (quotes come only from PASSAGE \
+blocks)."""
+
+PRIORS_HEAD = (
+    "EARLIER RULINGS of this site (examples only, not the rulebook: never outrank the passages above,"
+    " never quote or cite them):"
+)
+PRIOR_ANSWER_CHARS = 600  # an earlier answer is a reminder, not a second book: its opening is enough
 
 
 def _label(p: PassageView) -> str:
@@ -43,11 +55,24 @@ def render_passage(p: PassageView, context: tuple[str, str] | None, fetched: boo
     return "\n".join(lines)
 
 
+def render_prior(n: int, p: PriorView) -> str:
+    answer = p.answer if len(p.answer) <= PRIOR_ANSWER_CHARS else p.answer[: PRIOR_ANSWER_CHARS - 1] + "…"
+    return (
+        f"--- earlier ruling {n} (rated {p.score:.1f}/3; not a passage, not citable)\n"
+        f"Question asked: {p.question}\nRuling given: {answer}"
+    )
+
+
 def messages(prompt: Prompt) -> list[dict[str, str]]:
-    system = SYSTEM + ("\n" + TOOL if prompt.tool_offered else "")
+    system = (
+        SYSTEM + ("\n" + TOOL if prompt.tool_offered else "") + ("\n" + PRIORS_RULE if prompt.priors else "")
+    )
     fetched = set(prompt.fetched)
     blocks = [render_passage(p, prompt.context.get(p.id), p.id in fetched) for p in prompt.passages]
     user = [f"Game: {prompt.game}" if prompt.game else "", "Passages:", "\n\n".join(blocks)]
+    if prompt.priors:  # after every passage of the book (looked-up ones included), never among them
+        earlier = [render_prior(n, p) for n, p in enumerate(prompt.priors, 1)]
+        user.append(PRIORS_HEAD + "\n" + "\n\n".join(earlier))
     if prompt.rejection is not None:
         user.append(
             f"Previous attempt rejected: {prompt.rejection.line()}.\n"

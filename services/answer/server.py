@@ -178,7 +178,11 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
                     ctx, passages = await asyncio.gather(
                         self._context(passages), self._with_vectors(passages)
                     )
-                prompt = loop.Prompt(question, request.game, tuple(passages), ctx)
+                priors = tuple(
+                    loop.PriorView(id=r.id, question=r.question, answer=r.answer, score=r.score)
+                    for r in request.priors
+                )
+                prompt = loop.Prompt(question, request.game, tuple(passages), ctx, priors=priors)
                 with timings.stage("answer.run", backend=self.backend.identity) as span:
                     outcome = await loop.run(
                         prompt, self.backend, self.library, self.settings.rulesage_answer_timeout_s

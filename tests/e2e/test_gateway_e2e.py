@@ -195,3 +195,85 @@ def test_about_doorman_publishes_the_holder_and_its_last_exam(gateway: str, brow
     gates = d.find_elements(By.CSS_SELECTOR, "#exam-gates li")  # type: ignore[attr-defined]
     assert len(gates) == 5 and all(g.text.upper().startswith("PASS") for g in gates)
     assert "the doorman that sat this exam" in page
+
+
+PARAPHRASE = "When one of my checkers is hit, where is it placed and how does it re-enter?"
+ANOTHER = "What happens to a checker that gets hit?"
+
+
+def _api(gateway: str, path: str, body: dict[str, object] | None = None) -> dict[str, object]:
+    req = urllib.request.Request(
+        gateway + path,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
+    )
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return dict(json.loads(resp.read()))
+
+
+def _cleared(gateway: str, rid: str) -> None:
+    """Wait for the doorman's call; a held ruling is cleared by the admin (only cleared ones are priors)."""
+    deadline = time.monotonic() + 60
+    while _api(gateway, f"/api/rulings/{rid}")["public_state"] == "pending" and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if _api(gateway, f"/api/rulings/{rid}")["public_state"] != "cleared":
+        _api(gateway, f"/api/admin/rulings/{rid}/clear", {"reason": "e2e"})
+    assert _api(gateway, f"/api/rulings/{rid}")["public_state"] == "cleared"
+
+
+def _login(driver: object, gateway: str) -> None:
+    driver.get(gateway + "/admin/login")  # type: ignore[attr-defined]
+    if driver.current_url.endswith("/admin/queue"):  # type: ignore[attr-defined]
+        return  # this browser already holds the admin cookie
+    driver.find_element(By.ID, "token").send_keys(TOKEN)  # type: ignore[attr-defined]
+    driver.find_element(By.CSS_SELECTOR, "form.stack button[type=submit]").click()  # type: ignore[attr-defined]
+    WebDriverWait(driver, 10).until(ec.url_contains("/admin/queue"))
+
+
+def test_an_earlier_ruling_is_offered_as_asked_before_until_a_judge_retires_it(
+    gateway: str, browser: object
+) -> None:
+    d = browser
+    first = _ask_api(gateway, QUESTION)
+    assert first["verdict"] == "answered", first
+    fid = str(first["id"])
+    _cleared(gateway, fid)
+
+    # asked again in other words, in the browser: the page lists the earlier ruling, set apart from the book
+    d.get(f"{gateway}/games/{GAME}")  # type: ignore[attr-defined]
+    d.find_element(By.ID, "question").send_keys(PARAPHRASE)  # type: ignore[attr-defined]
+    d.find_element(By.CSS_SELECTOR, "#ask button[type=submit]").click()  # type: ignore[attr-defined]
+    WebDriverWait(d, 180).until(ec.url_contains("/rulings/"))
+    WebDriverWait(d, 10).until(ec.presence_of_element_located((By.ID, "asked-before")))
+    second = d.current_url  # type: ignore[attr-defined]
+    section = d.find_element(By.ID, "asked-before")  # type: ignore[attr-defined]
+    assert "ASKED BEFORE ON RULESAGE" in section.text.upper() and "not the book" in section.text
+    item = section.find_element(By.CSS_SELECTOR, f'li.prior[data-ruling="{fid}"]')
+    assert QUESTION in item.text and "Earlier ruling" in item.text and "/3" in item.text
+    assert not d.find_elements(  # type: ignore[attr-defined]
+        By.CSS_SELECTOR, f'.citations a[href="/rulings/{fid}"]'
+    ), "an earlier ruling shown among the book's citations"
+    assert fid in d.find_element(By.ID, "wrench-priors").get_attribute("textContent")  # type: ignore[attr-defined]
+    item.find_element(By.CSS_SELECTOR, "a.prior-question").click()
+    WebDriverWait(d, 10).until(ec.url_contains(f"/rulings/{fid}"))
+    assert QUESTION in d.find_element(By.CSS_SELECTOR, "h1.question").text  # type: ignore[attr-defined]
+
+    # the JSON of a fresh ask lists it too
+    third = _ask_api(gateway, ANOTHER)
+    listed = third["asked_before"]
+    assert isinstance(listed, list) and fid in [p["id"] for p in listed], listed
+    assert all(p["kind"] == "earlier_ruling" for p in listed)
+
+    # a judge retires it in the browser: its page says so and why, and it is no longer offered
+    _login(d, gateway)
+    d.get(f"{gateway}/admin/rulings/{fid}")  # type: ignore[attr-defined]
+    d.find_element(By.ID, "reason").send_keys("e2e: superseded by a later ruling")  # type: ignore[attr-defined]
+    d.find_element(By.CSS_SELECTOR, "#retire button[type=submit]").click()  # type: ignore[attr-defined]
+    WebDriverWait(d, 10).until(ec.url_contains("done=retire"))
+    d.get(f"{gateway}/rulings/{fid}")  # type: ignore[attr-defined]
+    notice = d.find_element(By.ID, "retired").text  # type: ignore[attr-defined]
+    assert "was retired on" in notice and "e2e: superseded by a later ruling" in notice
+    d.get(second)  # type: ignore[attr-defined]
+    assert not d.find_elements(By.CSS_SELECTOR, f'li.prior[data-ruling="{fid}"]')  # type: ignore[attr-defined]
+    again = _ask_api(gateway, ANOTHER)
+    assert fid not in [p["id"] for p in again["asked_before"]]  # type: ignore[union-attr]

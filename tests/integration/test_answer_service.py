@@ -384,7 +384,9 @@ def test_a_llama_backend_without_a_model_file_is_a_startup_error() -> None:
 # -- a scripted OpenAI-compatible model: the tool round and the retry, end to end ---------------------------
 class ScriptedModel(BaseHTTPRequestHandler):
     """Answers /v1/chat/completions like a model would, by script: asks for rule 510.1c when the lookup is
-    offered, then quotes the rule it was shown; for a question containing 'stubborn', always misquotes."""
+    offered, then quotes the rule it was shown; for a question containing 'stubborn', always misquotes; when
+    shown an earlier ruling, quotes that ruling's words (as a shown passage's first, then under a made-up
+    passage id)."""
 
     bodies: ClassVar[list[dict[str, Any]]] = []
 
@@ -393,7 +395,16 @@ class ScriptedModel(BaseHTTPRequestHandler):
         type(self).bodies.append(body)
         schema = body["response_format"]["json_schema"]["schema"]
         user = body["messages"][-1]["content"]
-        if "stubborn" in user:
+        earlier = re.search(r"Ruling given: (.+)", user)
+        if earlier:
+            pids = schema["properties"]["quotes"]["items"]["properties"]["passage_id"]["enum"]
+            retried = "Previous attempt rejected" in user
+            reply = {
+                "quotes": [{"passage_id": 424242 if retried else pids[0], "quote": earlier.group(1).strip()}],
+                "answer": "As was ruled here before: " + earlier.group(1).strip(),
+                "verdict": "answered",
+            }
+        elif "stubborn" in user:
             pid = schema["properties"]["quotes"]["items"]["properties"]["passage_id"]["enum"][0]
             reply = {
                 "quotes": [{"passage_id": pid, "quote": "damage goes wherever you like"}],
@@ -495,3 +506,62 @@ def test_a_model_that_misquotes_twice_abstains_after_one_retry_and_stores_nothin
         "Previous attempt rejected: quote is not verbatim"
         in ScriptedModel.bodies[1]["messages"][1]["content"]
     )
+
+
+PRIOR_ANSWER = "Trample lets the attacker send every point of its damage straight to the defending player."
+
+
+def test_a_model_that_quotes_an_earlier_ruling_is_refused_it_is_never_a_page_of_the_book(
+    url: str, shelf: dict[str, int], scripted_model: str
+) -> None:
+    settings = AnswerSettings(
+        database_url=url,
+        rulesage_answer_backend="openai",
+        rulesage_openai_base_url=scripted_model,
+        rulesage_openai_model="scripted",
+    )
+    kept = passages(url, [shelf["702.19b"], shelf["510.1a"]])
+    request = answer_pb2.AnswerRequest(
+        question="does trample damage go to the player?",
+        game="mtg",
+        passages=kept,
+        priors=[
+            answer_pb2.PriorRuling(
+                question="where does trample damage go?", answer=PRIOR_ANSWER, score=3.0, id="abc234defg"
+            )
+        ],
+    )
+    (result,) = asyncio.run(_ask(AnswerService(settings), [request]))
+    assert result.verdict == answer_pb2.NOT_IN_BOOK, result
+    assert not result.citations and PRIOR_ANSWER not in result.answer
+    assert result.attempts == 2
+    first, second = result.rejections
+    assert first.startswith("quote is not verbatim in that passage") and PRIOR_ANSWER[:40] in first
+    assert second.startswith("cites a passage that was not shown: passage 424242")
+    # the model was shown the earlier ruling after every passage, as an example it may not cite
+    shown = ScriptedModel.bodies[0]["messages"]
+    assert "never be quoted or cited" in shown[0]["content"]
+    user = shown[1]["content"]
+    assert user.index("EARLIER RULINGS") > max(user.index(f"PASSAGE {p.id} (quote from here)") for p in kept)
+    allowed = ScriptedModel.bodies[0]["response_format"]["json_schema"]["schema"]["properties"]["quotes"]
+    assert allowed["items"]["properties"]["passage_id"]["enum"] == sorted(p.id for p in kept)
+
+
+def test_the_extractive_backend_ignores_earlier_rulings(
+    url: str, shelf: dict[str, int], extractive: AnswerSettings
+) -> None:
+    kept = passages(url, [shelf[r] for r in ("702.19b", "702.20a", "510.1a")])
+    question = "my trample creature is blocked: where does the damage beyond lethal go?"
+    prior = answer_pb2.PriorRuling(question=question, answer=PRIOR_ANSWER, score=3.0, id="abc234defg")
+    plain, with_prior = asyncio.run(
+        _ask(
+            AnswerService(extractive),
+            [
+                answer_pb2.AnswerRequest(question=question, game="mtg", passages=kept),
+                answer_pb2.AnswerRequest(question=question, game="mtg", passages=kept, priors=[prior]),
+            ],
+        )
+    )
+    assert with_prior.verdict == plain.verdict == answer_pb2.ANSWERED
+    assert with_prior.answer == plain.answer and PRIOR_ANSWER not in with_prior.answer
+    assert list(with_prior.citations) == list(plain.citations)

@@ -96,7 +96,16 @@ def test_permalink_shows_answer_citations_and_the_wrench(client: TestClient, url
     data = client.get(f"/api/rulings/{rid}").json()
     assert data["id"] == rid and data["wrench"]["voted"] == ["lexical", "dense", "aisle"]
     assert data["wrench_derived"]["ceiling_formula"] == "3/(60+1) = 0.04918"
-    assert data["rating"] == {"mean": 2.0, "count": 0, "sum": 0}
+    assert data["rating"] == {
+        "mean": 2.0,
+        "count": 0,
+        "sum": 0,
+        "effective": 2.0,
+        "judged": False,
+        "judge_score": None,
+        "excluded": False,
+    }
+    assert data["asked_before"] == [] and data["retired_at"] is None
 
 
 def test_the_wrench_shows_the_category_call_and_its_sections(client: TestClient, url: str) -> None:
@@ -164,15 +173,16 @@ def test_wall_shows_cleared_only_newest_first_paginated(url: str) -> None:
 def test_ratings_use_the_bayesian_mean_one_per_client(client: TestClient, url: str) -> None:
     rid = _store(url)
     r1 = client.post(f"/api/rulings/{rid}/rating", json={"score": 3}).json()["rating"]
-    assert r1 == {"mean": 2.25, "count": 1, "sum": 3}  # (2.0x3 + 3) / (3 + 1)
+    crowd = ("mean", "count", "sum", "effective")
+    assert [r1[k] for k in crowd] == [2.25, 1, 3, 2.25]  # (2.0x3 + 3) / (3 + 1)
     r2 = client.post(f"/api/rulings/{rid}/rating", json={"score": 1}).json()["rating"]
-    assert r2 == {"mean": 1.75, "count": 1, "sum": 1}  # the same client changed its mind
+    assert [r2[k] for k in crowd] == [1.75, 1, 1, 1.75]  # the same client changed its mind
     mine = dict(client.cookies)
     client.cookies.clear()  # another browser: a new session, so another rater
     r3 = client.post(f"/api/rulings/{rid}/rating", json={"score": 3}).json()["rating"]
     client.cookies.clear()
     client.cookies.update(mine)
-    assert r3 == {"mean": 2.0, "count": 2, "sum": 4}
+    assert [r3[k] for k in crowd] == [2.0, 2, 4, 2.0] and not r3["judged"]
     assert client.post(f"/api/rulings/{rid}/rating", json={"score": 4}).status_code == 422
     assert client.post("/api/rulings/nope/rating", json={"score": 2}).status_code == 404
     assert "2.00" in client.get(f"/rulings/{rid}").text

@@ -4,7 +4,7 @@ server, random name, migrated, dropped at the end) and a sample shelf + ruling s
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -201,12 +201,19 @@ def sample_ruling(**overrides: Any) -> dict[str, Any]:
     return ruling
 
 
-async def store(url: str, ruling: dict[str, Any], state: str = "pending", reason: str = "") -> str:
-    """Save a ruling through rulesage.rulings.save() and set its public state."""
+async def store(
+    url: str,
+    ruling: dict[str, Any],
+    state: str = "pending",
+    reason: str = "",
+    question_vec: Sequence[float] = (),
+) -> str:
+    """Save a ruling through rulesage.rulings.save() (with its question's embedding, when given) and set its
+    public state."""
     from rulesage import rulings
 
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        rid = await rulings.save(conn, ruling)
+        rid = await rulings.save(conn, ruling, question_vec=question_vec)
         if state != "pending":
             await rulings.set_public_state(conn, rid, state, reason)
     return rid

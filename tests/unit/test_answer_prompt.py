@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from services.answer.citations import PassageView, Rejection
 from services.answer.context import build_context, surroundings
-from services.answer.loop import Prompt
+from services.answer.loop import PriorView, Prompt
 from services.answer.prompt import messages
 
 BEFORE = "Combat rounds last six seconds. " * 20
@@ -77,3 +77,24 @@ def test_the_tool_is_described_only_when_offered_and_the_retry_shows_the_rejecti
     assert (
         "Previous attempt rejected: quote is not verbatim: passage 7: 'made up words'" in retry[1]["content"]
     )
+
+
+def test_earlier_rulings_come_after_every_passage_labelled_as_never_citable() -> None:
+    kept = PassageView(id=7, text=PASSAGE, doc_title="SRD 5.1")
+    fetched = PassageView(id=9, text="Rule nine, fetched by the tool round.", rule_id="9")
+    prior = PriorView(
+        id="abc234defg", question="how far may I walk?", answer="Up to your speed. " * 60, score=2.5
+    )
+    prompt = Prompt("how far can I move?", "dnd-5e-srd", (kept, fetched), fetched=(9,), priors=(prior,))
+    system, user = messages(prompt)
+    body = user["content"]
+    assert "never outrank a passage" in system["content"] and "never be quoted or cited" in system["content"]
+    head = body.index("EARLIER RULINGS of this site (examples only, not the rulebook")
+    assert head > body.index("PASSAGE 9 (quote from here)") > body.index("PASSAGE 7 (quote from here)")
+    assert head < body.index("Question: how far can I move?")
+    earlier = body[head:]
+    assert "earlier ruling 1 (rated 2.5/3; not a passage, not citable)" in earlier
+    assert "Question asked: how far may I walk?" in earlier and "passage_id" not in earlier
+    assert len(earlier) < 900  # a long earlier answer is cut to its opening
+    without = messages(Prompt("how far can I move?", "dnd-5e-srd", (kept,)))
+    assert "EARLIER RULINGS" not in without[0]["content"] + without[1]["content"]

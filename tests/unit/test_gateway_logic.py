@@ -8,7 +8,7 @@ import pytest
 from gateway import asking, wrench
 from gateway.security import Guard, RateLimiter, valid_session_id
 from gateway.shelf import like_pattern
-from rulesage.rulings import bayesian_mean, rating_summary
+from rulesage.rulings import bayesian_mean, effective_score, is_excluded, rating_summary
 from tests.support.gateway_fixtures import sample_ruling
 
 
@@ -141,7 +141,28 @@ def test_bayesian_mean() -> None:
     assert bayesian_mean(0, 0) == 2.0
     assert bayesian_mean(3, 1) == pytest.approx(9 / 4)
     assert bayesian_mean(3 * 100, 100) == pytest.approx((6 + 300) / 103)
-    assert rating_summary(4, 2) == {"mean": 2.0, "count": 2, "sum": 4}
+    assert rating_summary(4, 2) == {
+        "mean": 2.0,
+        "count": 2,
+        "sum": 4,
+        "effective": 2.0,
+        "judged": False,
+        "judge_score": None,
+        "excluded": False,
+    }
+
+
+def test_a_judge_overrides_the_crowd_and_low_calls_with_enough_votes_are_excluded() -> None:
+    judged = rating_summary(15, 5, judge_score=3)  # five readers said 3; the judge says 3 too
+    assert judged["mean"] == pytest.approx(21 / 8, abs=1e-3) and judged["effective"] == 3.0
+    overruled = rating_summary(15, 5, judge_score=1)
+    assert overruled["mean"] == pytest.approx(21 / 8, abs=1e-3)  # the crowd's mean keeps its meaning
+    assert overruled["effective"] == 1.0 and overruled["judged"] and overruled["judge_score"] == 1
+    assert overruled["excluded"]  # 1.0 < 1.5 with five votes
+    # (6 + 5) / 8 = 1.375 < 1.5: excluded with five votes, not with four ((6 + 4) / 7 = 1.43)
+    assert rating_summary(5, 5)["excluded"] and not rating_summary(4, 4)["excluded"]
+    assert not rating_summary(5, 5, judge_score=2)["excluded"]  # the judge's 2 stands over the crowd
+    assert effective_score(5, 5) == pytest.approx(1.375) and is_excluded(1.49, 5) and not is_excluded(1.5, 9)
 
 
 def test_like_pattern_takes_wildcards_literally() -> None:

@@ -72,10 +72,18 @@ class LlamaBackend(ChatBackend):
         return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False)) + 16 * len(msgs)
 
     def _fit(self, prompt: Prompt) -> list[dict[str, str]]:
-        """The rendered prompt, without the surrounding context when it would not fit the window."""
+        """The rendered prompt; when it would not fit the window, first without the earlier rulings (the
+        least of what it is shown), then without the surrounding context too."""
         budget = self.n_ctx - self.max_tokens
         msgs = messages(prompt)
-        if self._tokens(msgs) <= budget or not prompt.context:
+        if self._tokens(msgs) <= budget:
+            return msgs
+        if prompt.priors:
+            prompt = replace(prompt, priors=())
+            msgs = messages(prompt)
+            if self._tokens(msgs) <= budget:
+                return msgs
+        if not prompt.context:
             return msgs
         return messages(replace(prompt, context={}))
 
