@@ -26,7 +26,7 @@ from services.doorman import lexicon
 from services.doorman.normalise import plain, squeeze, unmasked
 
 # Bump when a rule changes: the exam report names the rules it was measured on.
-RULES_VERSION = "2"
+RULES_VERSION = "3"
 
 
 class Decision(StrEnum):
@@ -344,9 +344,10 @@ _ADDRESS = [
         r",\s*\d{4,5}\s+[A-ZÀ-Ý][a-zà-ÿ]{2,}\b"
         r"|\b(?i:send|ship|post|mail|deliver|bring)\s+(?:\w+\s+){0,3}(?i:to)\s+(?:[A-Za-zÀ-ÿ]+\s+){0,3}\d{1,5}[a-z]?,?\s+(?:[A-ZÀ-Ý][\wÀ-ÿ'-]+\s*){1,3}"
     ),
-    # "I live on Maple Street"
+    # "I live on Maple Street", "she works at the Tesco on Mill Lane": where a person lives or works, by street
     re.compile(
         rf"\b(?i:live|living|stay|staying|reside|residing)\s+(?i:on|at|in)\s+(?:[A-Z][a-z'’-]+\s+){{1,3}}(?i:{_STREET})\b"
+        rf"|\b(?i:works|working)\s+(?i:on|at|in)\s+(?:(?i:the\s+)?(?:[A-Z][\w'’&-]*\s+){{1,3}}(?i:on|in|off|at)\s+)?(?:[A-Z][a-z'’-]+\s+){{1,3}}(?i:{_STREET})\b"
     ),
     # PO Box 123, Apt 4B / Flat 3 / Suite 200 after a house number
     re.compile(
@@ -381,7 +382,9 @@ _SSN = re.compile(r"\b\d{3}-\d{2}-\d{4}\b|\b\d{3}\s\d{2}\s\d{4}\b")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}\s?(?:[A-Z0-9]{4}\s?){2,7}[A-Z0-9]{1,4}\b")
 _LICENCE_UK = re.compile(r"\b[A-Z9]{5}\d{6}[A-Z9]{2}\d[A-Z]{2}\b")
 _DATE_OF_BIRTH = re.compile(
-    r"\b(?:born\s+(?:on\s+)?|dob\s*:?\s*|date\s+of\s+birth\s*:?\s*|birthday\s+is\s+)\d{1,4}[./-]\d{1,2}[./-]\d{1,4}\b",
+    r"\b(?:born\s+(?:on\s+)?|dob\s*:?\s*|date\s+of\s+birth\s*:?\s*|(?:birthday|b-?day)\s*(?:is\s+)?(?:on\s+)?:?\s*)"
+    r"(?:\d{1,4}[./-]\d{1,2}[./-]\d{1,4}\b|\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?,?\s+(?:19|20)\d\d\b"
+    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+(?:19|20)\d\d\b)",
     _I,
 )
 _CONTACT_HANDLE = re.compile(
@@ -391,6 +394,38 @@ _CONTACT_HANDLE = re.compile(
     r"|\b(?:venmo|paypal(?:\.me)?|cash\s?app|zelle|revolut|monzo|wise|skrill|payoneer)\b\s*(?:me|is|:|@|to\s+@?\w)"
     r"|(?<![\w$])\$[A-Za-z][\w-]{2,}\b(?!\s*(?:cost|each|per|gold|gp))",
     _I,
+)
+
+
+# Where a real person can be found: a named school, nursery or workplace that a person is said to attend,
+# read on the question as typed (the name by its capitals). The school words are those of real schools for
+# children: a character's "Arcane Academy", "College of Lore" or "Thieves School" is the game's (a bare
+# "School" only counts with the class or room a child sits in).
+_SCHOOL = (
+    r"(?:Elementary|Primary|Middle\s+School|High\s+School|High|Junior\s+High|Junior\s+School|Secondary(?:\s+School)?|"
+    r"Grammar(?:\s+School)?|Infants?(?:\s+School)?|Nursery(?:\s+School)?|Pre-?[Ss]chool|Kindergarten|Montessori|"
+    r"Day\s?[Cc]are|Prep(?:\s+School)?|Sixth\s+Form)"
+)
+_WHEREABOUTS = re.compile(
+    r"\b(?i:goes\s+to|go\s+to|going\s+to|went\s+to|attends?|attending|is\s+(?:a\s+)?(?:pupil|student|teacher)\s+at|"
+    r"(?:is|are)\s+in\s+(?:year|grade|class|room|form)\s+\w+\s+at|enrolled\s+(?:at|in)|studies\s+at|teaches\s+at|"
+    r"picks?\s+(?:\w+\s+){0,2}up\s+(?:from|at)|drops?\s+(?:\w+\s+){0,2}off\s+at|works\s+at|(?:walks?|takes?\s+the\s+bus)\s+(?:home\s+)?from)\s+"
+    rf"(?:the\s+)?(?:St\.?\s+)?[A-Z][\w'’.-]+(?:\s+[A-Z][\w'’.-]+){{0,3}}\s+{_SCHOOL}\b"
+    # a school named with the class or room a child sits in: "Westbrook Primary, class 3B"
+    rf"|\b[A-Z][\w'’.-]+(?:\s+[A-Z][\w'’.-]+){{0,3}}\s+(?:{_SCHOOL}|School)\s*,?\s+(?i:room|class|classroom|grade|year|form|homeroom)\s+\w+"
+)
+# A child or other relative given a full name: "my daughter Emma Clarke" (a first name alone is fine). A full
+# name said to be a real one is personal whoever it belongs to: "his real name is Tom Reyes".
+_RELATIVE_FULL_NAME = re.compile(
+    r"\b(?i:my|our)\s+(?:\d{1,2}[\s-]?(?i:years?|yrs?|yo)(?:[\s-]?(?i:old))?\s+)?(?i:kid|kids|son|sons|daughter|daughters|child|children|boy|girl|"
+    r"stepson|stepdaughter|grandson|granddaughter|niece|nephew|toddler|little\s+(?:one|brother|sister|boy|girl)|"
+    r"wife|husband|partner|fiancee?|brother|sister|mum|mom|mother|dad|father|grandma|grandmother|grandad|grandpa|grandfather|"
+    r"aunt|uncle|cousin|ex|ex-wife|ex-husband|ex-girlfriend|ex-boyfriend|girlfriend|boyfriend)\s*,?\s+"
+    r"[A-Z][a-z]+(?:-[A-Z][a-z]+)?\s+(?!(?:And|Or|But|Is|Was|Says|Said|Asked|Asks|Plays|Played|Wants|Thinks)\b)[A-Z][a-z]{2,}(?:-[A-Z][a-z]+)?\b(?!['’]s)"
+)
+
+_REAL_NAME = re.compile(
+    r"\b(?i:real|legal|actual|irl|birth)\s+(?i:name)\s*(?i:is|was|=|:)?\s*[A-Z][a-z]+(?:\s+[A-Z]\.?)?\s+[A-Z][a-z]{2,}\b"
 )
 
 
@@ -430,6 +465,12 @@ def check_personal_data(text: str) -> str | None:
             return "contains a street address"
     if _CONTACT_HANDLE.search(text):
         return "contains a contact handle"
+    if _WHEREABOUTS.search(text):
+        return "contains where a person can be found (a named school or workplace)"
+    if _RELATIVE_FULL_NAME.search(text):
+        return "contains a child's or relative's full name"
+    if _REAL_NAME.search(text):
+        return "contains a person's real name"
     return None
 
 
@@ -452,7 +493,7 @@ _TLDS = (
 _BARE_DOMAIN = re.compile(rf"\b[a-z0-9](?:[a-z0-9-]{{0,61}}[a-z0-9])?\.(?:{_TLDS})\b(?![.\w]*\w)(?!\.\w)", _I)
 _BARE_DOMAIN_PATH = re.compile(rf"\b[a-z0-9][a-z0-9-]*\.(?:{_TLDS})/\S", _I)
 _SPELLED_DOMAIN = re.compile(
-    rf"\b[a-z0-9-]{{2,}}\s*(?:\[\.\]|\(\.\)|\{{\.\}}|\[dot\]|\(dot\)|\{{dot\}}|<dot>|\s+dot\s+|\s+\.\s+|\s+punto\s+|\s+point\s+|\s+punkt\s+)\s*(?:{_TLDS})\b",
+    rf"\b[a-z0-9-]{{2,}}\s*(?P<sep>\[\.\]|\(\.\)|\{{\.\}}|\[dot\]|\(dot\)|\{{dot\}}|<dot>|\s+dot\s+|\s+\.\s+|\s+punto\s+|\s+point\s+|\s+punkt\s+)\s*(?P<tld>{_TLDS})\b",
     _I,
 )
 _SHORTENERS = re.compile(
@@ -502,7 +543,7 @@ _PROMO = [
     (
         "an affiliate or promo code",
         _rx(
-            r"\b(?:promo|discount|coupon|referral|affiliate|voucher|invite|bonus)\s+(?:code|link)s?\b|\buse\s+(?:my\s+)?code\s+[A-Z0-9]{3,}"
+            r"\b(?:promo|discount|coupon|referral|affiliate|voucher|invite|bonus)\s+(?:code|link)s?\b|\buse\s+my\s+(?:referral\s+|promo\s+|discount\s+|creator\s+)?code\b"
             r"|\b\d{1,2}\s?%\s+off\b|\bref(?:erral)?\s*=\s*\w+|\baff(?:iliate)?_?id\b"
         ),
     ),
@@ -525,10 +566,26 @@ def check_links(text: str) -> str | None:
     for m in _BARE_DOMAIN.finditer(text if text.isascii() else t):
         if not _looks_like_abbreviation(m):
             return f"contains a web address ({m.group(0)})"
-    m = _SPELLED_DOMAIN.search(t)
-    if m:
-        return f"contains a disguised web address ({m.group(0)})"
+    for m in _SPELLED_DOMAIN.finditer(t):
+        if not _is_english_point(m):
+            return f"contains a disguised web address ({m.group(0)})"
     return None
+
+
+# Top-level domains that are no English word: after "point" only these make a disguised address.
+_CODE_TLDS = frozenset(
+    {"com", "net", "org", "io", "co", "info", "biz", "ru", "cn", "de", "uk", "fr", "nl", "xyz", "ly", "gg", "tv",
+     "cc", "su", "ws", "tk", "ml", "gq", "cf", "eu", "es", "pl", "se", "jp", "kr", "br", "mx", "ca", "au", "nz",
+     "za", "ie", "ch", "icu", "ai", "onion"}
+)  # fmt: skip
+
+
+def _is_english_point(m: re.Match[str]) -> bool:
+    # "every point is covered", "point by point", "the bar point to escape": "point" is a word of games
+    # (backgammon points, victory points) as well as the French for a dot, so it only spells an address before
+    # a top-level domain that is no English word ("freebies point com").
+    sep = m.group("sep").strip().strip("()[]{}<>")
+    return sep == "point" and m.group("tld") not in _CODE_TLDS
 
 
 def _looks_like_abbreviation(m: re.Match[str]) -> bool:
@@ -542,11 +599,20 @@ def _looks_like_abbreviation(m: re.Match[str]) -> bool:
     return tld[:1].isupper() and tld[1:].islower() and tld.lower() in _WORDLIKE_TLDS
 
 
+# A code to type at a checkout, read on the question as typed: "code FREEPOST", "coupon: SAVE20", "voucher
+# DICE10" (a word in capitals, or letters with digits, after the word for a code).
+_CODE_TOKEN = re.compile(
+    r"\b(?i:code|coupon|voucher|promo|promocode|discount)\s*[:=-]?\s*[\"'“‘]?(?:(?=[A-Z0-9]*\d)[A-Z0-9]{4,}|[A-Z]{5,})\b"
+)
+
+
 def check_spam(text: str) -> str | None:
     t = plain(text)
     for reason, rx in _PROMO:
         if rx.search(t):
             return f"spam ({reason})"
+    if _CODE_TOKEN.search(unicodedata.normalize("NFKC", text)):
+        return "spam (an affiliate or promo code)"
     m = _REPEATED_CHAR.search(text) or _REPEATED_SYMBOL.search(text)
     if m:
         return f"repeated characters ({m.group(1)!r} x{len(m.group(0))})"
@@ -578,14 +644,14 @@ _AD_STRONG = _rx(
     r"|\b(?:limited[\s-]+time\s+offer|special\s+offer|order\s+(?:now|today)|buy\s+now|shop\s+now|book\s+(?:now|today|your)|"
     r"call\s+(?:us|now|today)|visit\s+(?:us|our)|open\s+24/?7|while\s+stocks?\s+last|act\s+now|don'?t\s+miss\s+out|"
     r"sign\s+up\s+(?:now|today)|enrol+\s+(?:now|today)|first\s+(?:order|lesson|session|month)\s+free|money[\s-]back\s+guarantee)\b"
-    r"|\b(?:for\s+sale|on\s+sale\s+now|selling\s+(?:my|a|an|our|cheap)\s+(?!\w+\s+(?:card|cards|item|items|loot|treasure)\b)|"
-    r"dm\s+(?:me|us)\s+(?:for|if)|message\s+(?:me|us)\s+(?:for|if|to)|pm\s+(?:me|us)\s+(?:for|if)|"
+    r"|\b(?:for\s+sale|on\s+sale\s+now|selling\s+(?:my|a|an|our|cheap)\s+(?!soul\b|\w+\s+(?:card|cards|item|items|loot|treasure)\b)|"
+    r"(?:dm|message|pm)\s+(?:me|us)\s+(?:for\s+(?!a\s+(?:rules?|ruling|second))|if\s+(?:interested|you(?:'re|\s+are)?\s+(?:want|need|interested|keen))|to\s+(?:buy|order|book|get))|"
     r"inbox\s+(?:me|us)|whatsapp\s+(?:me|us)|text\s+(?:me|us)\s+(?:for|at|on))\b"
     r"|\b(?:our|my)\s+(?:restaurant|takeaway|shop|store|salon|agency|company|firm|clinic|gym|studio|bakery|cafe|bar|"
     r"pizzeria|business|services|products|range|menu|app|course|webinar|coaching)\b(?:\s+\w+){0,6}\s+(?:offers?|is\s+open|now|has|delivers?|opens?|sells?|today|near|in\s+town)"
     r"|\b(?:(?:now\s+)?taking\s+(?:on\s+)?(?:new\s+)?(?:clients|customers|bookings|orders|students|commissions|patients)|\d+\+?\s+years['’]?\s+(?:of\s+)?experience|"
     r"family[\s-]+(?:run|owned)|established\s+(?:in\s+)?(?:19|20)\d\d|no\s+call[\s-]?out\s+(?:fee|charge)|24/7|24\s+hours\s+a\s+day|"
-    r"open\s+(?:till|until|til|from)\s+\d|best\s+[\w\s]{1,20}\s+in\s+(?:town|the\s+city|the\s+area|(?-i:[A-Z][a-z]+))|\d\s+for\s+\d\s+(?:on|every|all|deals?)|buy\s+one\s+get\s+one|bogof|happy\s+hour|buy\s+(?:cheap\s+|real\s+|more\s+)?(?:\w+\s+)?(?:followers|likes|views|subscribers|reviews|upvotes|accounts)|everything\s+must\s+go|"
+    r"best\s+[\w\s]{1,20}\s+in\s+(?:town|the\s+city|the\s+area|(?-i:[A-Z][a-z]+))|\d\s+for\s+\d\s+(?:on|every|all|deals?)|buy\s+one\s+get\s+one|bogof|happy\s+hour|buy\s+(?:cheap\s+|real\s+|more\s+)?(?:\w+\s+)?(?:followers|likes|views|subscribers|reviews|upvotes|accounts)|everything\s+must\s+go|"
     r"(?:garage|yard|car\s+boot|boot|estate|clearance|closing[\s-]down)\s+sale|save\s+(?:hundreds|thousands|big|up\s+to|\d+\s?%|£|\$|€)|"
     r"speak\s+to\s+(?:an?\s+|our\s+)?(?:adviser|advisor|expert|specialist|agent|consultant|broker)|record\s+lows?|hit\s+me\s+up|"
     r"follow\s+(?:me|us)\s+(?:for|on)|compare\s+(?:prices|quotes|deals|with)|(?:mortgage|insurance|loan|finance|credit)\s+(?:rates|quotes|deals|renewal|broker|advice)|"
@@ -638,16 +704,137 @@ _GAME_WORDS = _rx(
     r"\b(?:roll|rolls|dice|die|d\d+|turn|turns|round|rounds|card|cards|deck|hand|tableau|foundation|stock|waste\s+pile|"
     r"checker|checkers|bar|bear\s+off|pip|double|cube|spell|spells|attack|damage|hit\s+points|hp|ac|saving\s+throw|save|"
     r"character|creature|monster|player|players|dm|gm|rule|rules|rulebook|move|moves|action|bonus\s+action|level|class|"
-    r"aspect|fate\s+points?|stress|consequence|crew|heat|score|scores|game|mana|land|creature|stack|combat|initiative)\b"
+    r"aspect|fate\s+points?|stress|consequence|crew|heat|score|scores|game|mana|land|creature|stack|combat|initiative|"
+    # money and goods inside the game: a price in gold pieces is the game's
+    r"gp|sp|cp|pp|gold|silver|copper|coins?|gold\s+pieces|credits|potions?|magic\s+items?|items?|weapons?|armou?r|swords?|"
+    r"loot|treasure|shopkeeper|merchant|npc|downtime|party|campaign|session|pc|character's|sheet|shields?|wands?|scrolls?|"
+    r"rings?|equipment|gear|book|books|rulebook|phb|srd|dmg|errata)\b"
 )
+
+
+# A sales post without a link or a shop's name is still built from a few recognisable parts: someone offering
+# goods or services, how they are made, what they cost in real money, how they are delivered, how to order,
+# what condition they are in, and a push to buy now. A rules question may hold one of these parts ("I sell the
+# loot to a fence", "is a near-mint foil legal?", "the $5 entry fee"); an offer holds two or more.
+_NUMBER_WORD = r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|a\s+few|a\s+couple\s+of)"
+_OFFER_PARTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "an offer",
+        _rx(
+            # first person selling or offering something other than a thing in the game ("I sell the loot"), said
+            # as a fact, not asked ("can I sell magic items back?", "if we sell the ship")
+            r"(?<!can\s)(?<!could\s)(?<!may\s)(?<!if\s)(?<!when\s)(?<!do\s)(?<!should\s)(?<!would\s)(?<!will\s)"
+            r"(?<!must\s)(?<!might\s)(?<!shall\s)(?<!once\s)(?<!after\s)(?<!before\s)(?<!until\s)(?<!unless\s)"
+            r"\b(?:i|we)(?:'m|\s+am|'re|\s+are)?\s+(?:now\s+|also\s+|currently\s+)?(?:sell|selling|offer|offering|flogging|shifting|"
+            r"clearing\s+out|getting\s+rid\s+of|looking\s+to\s+(?:sell|trade|buy)|wanting\s+to\s+sell|want\s+to\s+sell|trading|"
+            r"(?:do|take|accept)\s+commissions|(?:run|own|have|manage)\s+(?:a|an|my\s+own|our\s+own)\s+(?:\w+\s+){0,3}?"
+            r"(?:shop|store|cafe|café|business|company|stall|studio|brand|bakery|pub|bar))\b"
+            r"(?!\s+(?:the|it|them|this|that|these|those|him|her|to|a\s+bribe|an?\s+(?:npc|guard|merchant))\b)"
+            r"|\b(?:for\s+(?:hire|sale|trade)|commissions?\s+(?:are\s+)?(?:open|available|slots?)|slots?\s+(?:open|available|left)|"
+            r"taking\s+(?:on\s+)?(?:commissions|orders|clients|bookings|students|pre-?orders)|pre-?orders?\s+(?:open|now)|"
+            r"paid\s+(?:games?|sessions?|one-?shots?|campaigns?|coaching|lessons?|tables?)|(?:rates|fees|prices)\s+(?:start|from)|"
+            r"price\s+list|(?:my|our)\s+(?:new\s+|latest\s+|full\s+|online\s+)?(?:etsy|ebay|shop|store|stall|business|range|stock|catalogue|catalog|collection\s+of\s+\w+\s+for\s+sale)"
+            r"|(?:trade|trading|swap|swapping)\s+(?:you\s+)?my\s+\w+(?:\s+\w+){0,3}\s+for\s+(?:your|cash|money|paypal)|(?:board\s+game|gaming|game)\s+(?:cafe|café|bar|pub|shop|store)\s+(?:is\s+)?(?:open|with|now))\b"
+        ),
+    ),
+    (
+        "handmade goods",
+        _rx(
+            r"\b(?:i|we)\s+(?:make|hand-?make|craft|carve|cast|sculpt|3d[\s-]?print|print|paint|sew|knit|build|design|engrave|"
+            r"forge|turn|bind|brew)\s+(?:(?:my\s+own|custom|bespoke|unique|personali[sz]ed|beautiful|quality|\w+)\s+){0,3}"
+            r"(?:dice|boards?|trays?|towers?|boxes|mats?|playmats?|sleeves|tokens|terrain|minis|miniatures|maps|jewell?ery|"
+            r"candles|prints|shirts|t-?shirts|bags|pouches|binders|cases|decks|sets|figures|models|art|portraits)\b"
+            r"|\b(?:hand-?made|hand-?crafted|hand-?painted|hand-?carved|hand-?turned|bespoke|made\s+to\s+order|personali[sz]ed|"
+            r"(?:hand-?|laser-?)?engraved|(?:any|in\s+any|your\s+choice\s+of|choose\s+your|pick\s+your)\s+(?:colou?rs?|size|design|name|wood|finish)"
+            r"|custom(?:-made)?\s+(?:\w+\s+){0,2}(?:dice|pouches|bags|trays|towers|boxes|mats|playmats|sleeves|tokens|terrain|minis|miniatures|"
+            r"maps|boards|portraits|art|commissions|orders))\b"
+        ),
+    ),
+    (
+        "a price in money",
+        _rx(
+            rf"[£$€¥]\s?\d|\b\d+(?:[.,]\d+)?\s*(?:k\s+)?(?:dollars?|bucks|quid|euros?|usd|eur|gbp|cad|aud|nzd|pesos|rupees|yen)\b"
+            rf"|\b{_NUMBER_WORD}\s+(?:dollars|bucks|quid|euros|pounds\s+(?:a|each|per|for))\b"
+            r"|\b(?:cheaper|lower|less)\s+than\s+(?:any|the|most|all|every|other|your\s+local)\s+(?:\w+\s+)?(?:stores?|shops?|retailers?|"
+            r"websites?|sites?|lgs|market|sellers?|dealers?|retail)\b|\b(?:below|under|beneath)\s+(?:market|retail|rrp|msrp|tcg\s*player|"
+            r"cardmarket|store)\s*(?:price|value)?\b|\bhalf\s+(?:price|off)\b|\b(?:or\s+best\s+offer|obo|ono|firm\s+price)\b"
+            r"|\bprice\s+(?:drop|reduced|cut)\b|\b(?:only|just)\s+\d+\s*(?:each|a\s+piece|a\s+set|per\s+set)\b"
+            r"|\b\d{1,2}\s?%\s+(?:off|discount)|\b(?:student|member|members'?|loyalty|bulk|trade)\s+discounts?\b|\bdiscounts?\s+(?:for|on)\s+(?:all|every|students|members|orders|bulk)"
+            r"|\b(?:going\s+cheap|for\s+cheap|cheap\s+as\s+chips)\b|\bcheap\s*(?:[,!]|$)|\beverything\s+(?:half\s+price|reduced|must\s+go)|\b(?:flash|summer|winter|big|huge)\s+(?:sale|deal)s?\b"
+            r"|\bwe\s+have\s+a\s+sale\b|\bpaying\s+(?:cash|top\s+price|good\s+money)\b"
+        ),
+    ),
+    (
+        "delivery",
+        _rx(
+            r"\b(?:shipping|postage|p\s?&\s?p|ships\s+(?:worldwide|free|fast|same|next|within|from|to\s+(?:the\s+)?(?:us|uk|eu|anywhere))|"
+            r"worldwide|free\s+delivery|(?:next|same)[\s-]day\s+(?:delivery|dispatch)|dispatch(?:ed)?\s+(?:in|within|same)|in\s+stock|"
+            r"ready\s+to\s+ship|collection\s+only|local\s+pick-?up|(?:on|with)\s+(?:every|each|any|all|your\s+(?:first|next))\s+orders?|"
+            r"at\s+checkout|orders?\s+(?:over|above)\s+\S+|(?:the\s+)?first\s+\d+\s+(?:orders|customers|buyers|people\s+to\s+order))\b"
+        ),
+    ),
+    (
+        "a call to buy",
+        _rx(
+            r"\b(?:dm|pm|message|msg|inbox|text|ping|email|e-?mail|contact|whatsapp|hmu)\s+(?:me|us)\b(?!\s+(?:about\s+the\s+rules?|if\s+i'?m\s+wrong))"
+            r"|\bhit\s+(?:me|us)\s+up\b|\bget\s+in\s+touch\b|\bask\s+me\s+how\b|\b(?:order|buy|get\s+(?:one|some|yours))\s+from\s+(?:me|us)\b"
+            r"|\breply\s+with\s+your\b|\bserious\s+(?:offers|buyers|enquiries|inquiries)\b|\boffers?\s+(?:welcome|considered|accepted)\b"
+            r"|\bfirst\s+come,?\s+first\s+served\b|\b(?:grab|get|order|claim|reserve)\s+yours\b|\bcome\s+(?:and\s+)?(?:try|visit|see)\s+(?:it|us)\b"
+            r"|\b(?:interested|anyone\s+interested)\s*\?\s*(?:dm|pm|message|text)\b|\bwho\s+wants\s+(?:one|some)\b"
+            r"|\b(?:dm|pm|message|msg|text)\s+(?:me\s+)?if\s+(?:interested|keen|you\s+want)|\breach\s+out\b|\bwalk-?ins\s+welcome\b"
+            r"|\b(?:come|pop|drop|call)\s+(?:in|by|along|down|round)\b(?!\s+(?:to\s+)?(?:the|a|an|this|that|my|his|her|their|next)\s+(?:rules?|turn|round|phase|step|stack|battlefield|table))"
+            r"|\b(?:grab|get|order|claim|book)\s+your\s+(?:\w+\s+){0,3}(?:today|now|here|before)\b|\bgrab\s+your\b|\bask\s+(?:me\s+|us\s+)?for\s+(?:details|prices?|rates|a\s+quote)\b"
+            r"|\banyone\s+(?:want|interested)\b[^.?!]{0,40}(?:\?|$)"
+        ),
+    ),
+    (
+        "the goods' condition",
+        _rx(
+            r"\b(?:near[\s-]mint|nm(?:/m)?|lightly\s+played|moderately\s+played|mint\s+condition|(?:good|great|excellent|perfect)\s+condition|"
+            r"never\s+(?:used|played|opened)|unopened|barely\s+used|like\s+new|still\s+(?:boxed|sealed|in\s+(?:the\s+)?(?:box|shrink|cellophane))|"
+            r"graded|psa\s*\d+|bgs\s*\d+)\b"
+        ),
+    ),
+    (
+        "opening hours",
+        _rx(
+            r"\b(?:open|opening\s+hours|hours)\s*:?\s+(?:from\s+)?(?:(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)[a-z]*\.?\s*(?:-|–|to|till|until|thru|through)\s*"
+            r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)[a-z]*|\d{1,2}(?::\d\d)?\s*(?:am|pm)?\s*(?:-|–|to|till|until|til)\s*\d{1,2}(?::\d\d)?\s*(?:am|pm)?|"
+            r"(?:every\s+day|daily|7\s+days|seven\s+days|late|24\s*/\s*7|all\s+week))"
+            r"|\bopen\s+(?:till|until|til|from)\s+\d"
+        ),
+    ),
+    (
+        "a push to buy now",
+        _rx(
+            r"\b(?:limited\s+(?:time|stock|edition|offer|run)|hurry|act\s+(?:fast|quick(?:ly)?)|today\s+only|this\s+week\s+only|"
+            r"while\s+(?:stocks?|supplies)\s+last|last\s+(?:few|chance)|only\s+\d+\s+left|(?:selling|going)\s+fast|won'?t\s+last|"
+            r"before\s+(?:they'?re|it'?s)\s+gone|ends\s+(?:soon|tonight|today|tomorrow|sunday|friday)|don'?t\s+miss|"
+            r"(?:great|perfect|ideal|lovely|unique)\s+(?:gift|present|stocking\s+filler)s?|gift\s+idea|(?:this|next)\s+(?:week|weekend|month)\s+only|"
+            r"(?:available|in\s+stores?|on\s+sale|out)\s+(?:now|today)|now\s+(?:available|in\s+stock|on\s+sale)|back\s+in\s+stock|"
+            r"free\s+(?:demo|demos|tasting|sample|samples|gift|consultation)s?)\b"
+        ),
+    ),
+)
+# Marketplace shorthand: want to sell / buy / trade.
+_MARKET_SHORTHAND = re.compile(r"(?<![\w-])(?:wts|wtb|wtt|wts/t|wtt/s)(?![\w-])", _I)
+
+
+def _offer_parts(t: str) -> list[str]:
+    return [name for name, rx in _OFFER_PARTS if rx.search(t)]
 
 
 def check_advertising(text: str) -> str | None:
     t = plain(text)
-    if _AD_STRONG.search(t) or _BUSINESS_NAME.search(text):
+    if _AD_STRONG.search(t) or _BUSINESS_NAME.search(text) or _MARKET_SHORTHAND.search(t):
         return "off-topic advertising"
-    weak = {m.group(0).lower() for m in _AD_WEAK.finditer(t)}
-    if len(weak) >= 4 and len(weak) > len({m.group(0) for m in _GAME_WORDS.finditer(t)}) + 1:
+    parts = _offer_parts(t)
+    if len(parts) >= 2:
+        return f"off-topic advertising ({' + '.join(parts)})"
+    game = {m.group(0).lower() for m in _GAME_WORDS.finditer(t)}
+    # a word on both lists ("dm", "book") is the game's here: the dungeon master, the rulebook
+    weak = {m.group(0).lower() for m in _AD_WEAK.finditer(t)} - game
+    if len(weak) >= 4 and len(weak) > len(game) + 1:
         return "off-topic advertising (sales talk)"
     return None
 
@@ -655,6 +842,19 @@ def check_advertising(text: str) -> str | None:
 # Profanity and slurs ---------------------------------------------------------------------------------------
 
 _ENDINGS = ("", "s", "es", "ed", "ing", "in", "er", "ers", "y", "ies", "z")
+
+
+def _inflections(term: str) -> set[str]:
+    """A listed word with the usual English endings, spelled as English spells them: "pussy" -> "pussies",
+    "wank" -> "wanking", "douche" -> "douching" (a plain suffix alone would give "pussyies")."""
+    forms = {term + end for end in _ENDINGS}
+    if len(term) > 3 and term.endswith("y") and term[-2] not in "aeiou":
+        forms |= {term[:-1] + end for end in ("ies", "ied", "ier", "iest")}
+    if len(term) > 3 and term.endswith("e"):
+        forms |= {term[:-1] + end for end in ("ing", "in", "ed", "er", "ers")}
+    return forms
+
+
 _SCRIPT_TERMS = tuple(plain(w, lookalikes=False) for w in lexicon.PROFANITY_SCRIPT)
 _TOKENS = re.compile(r"[\w*#@$!%?.'’-]+")
 _MASK = re.compile(r"[*#%?_.]|\W")
@@ -679,8 +879,9 @@ def _word_list(entries: dict[str, str]) -> tuple[dict[str, str], list[str], list
         elif mode == "prefix":
             prefixes.append(sq)
         else:
-            for end in _ENDINGS:
-                words.setdefault(squeeze(term + end), term + end)
+            # shortest first: "nudes" and "nudees" squeeze alike, and the spelling kept must be the real one
+            for form in sorted(_inflections(term), key=lambda f: (len(f), f)):
+                words.setdefault(squeeze(form), form)
     return words, prefixes, anywhere
 
 
@@ -695,10 +896,10 @@ _PROFANE_LIST = _word_list(lexicon.PROFANITY)
 # Every whole word a masked token could stand for ("f*ck" -> fuck, "r*tards" -> retards)
 _MASKABLE = sorted(
     {
-        squeeze(t + e)
+        squeeze(form)
         for t in list(lexicon.SLURS) + list(lexicon.PROFANITY)
-        for e in _ENDINGS
         if len(t) >= 3 and t.isascii()
+        for form in _inflections(t)
     }
 )
 # Names of cards, monsters and places that contain a listed word ("Cockatrice", "Scunthorpe" never reach the
@@ -850,10 +1051,16 @@ _PEOPLE = (
     r"people|person|staff|designer|designers|dev|devs|developer|developers|author|writer|teammate|teammates|neighbou?r|"
     r"boss|coworker|colleague|group|table|bunch|lot|crowd|community|fanboys?|fans|nerds|women|men|teacher|coach)"
 )
+# A whole audience addressed at once: "all of you", "the lot of you", "every one of you reading this".
+_YOU_ALL = (
+    r"(?:(?:all|each|both|most|half|the\s+(?:whole\s+)?lot|the\s+rest|(?:every|each)\s+(?:last\s+|single\s+)?(?:one|man|person))\s+of\s+(?:you|ya|yous|y'?all)"
+    r"|you\s+(?:lot|all|guys|people|lads|folks|two|three|clowns)|y'?all|everyone\s+(?:reading\s+this|on\s+(?:this|here))"
+    r"|(?:every|any)one\s+who\s+(?:uses|reads|posts\s+on|asks\s+on)\s+(?:this|here))"
+)
 _TARGET = (
     rf"(?:you|u|ya|ye|y'?all|you\s+guys|you\s+all|you\s+people|he|she|they|him|her|them|this\s+{_PEOPLE}|that\s+{_PEOPLE}|"
     rf"these\s+{_PEOPLE}|those\s+{_PEOPLE}|our\s+{_PEOPLE}|my\s+{_PEOPLE}|the\s+{_PEOPLE}|your\s+{_PEOPLE}|his\s+{_PEOPLE}|"
-    rf"her\s+{_PEOPLE}|their\s+{_PEOPLE}|everyone\s+(?:here|in\s+\w+)|everybody\s+here|(?-i:[A-Z][a-z]{{2,}})(?:\s+(?-i:[A-Z][a-z]+))?)"
+    rf"her\s+{_PEOPLE}|their\s+{_PEOPLE}|every(?:one|body)\s+(?:here|in\s+(?:this\s+|the\s+|my\s+|our\s+)?\w+)|{_YOU_ALL}|(?-i:[A-Z][a-z]{{2,}})(?:\s+(?-i:[A-Z][a-z]+))?)"
 )
 _INTENS = r"(?:(?:bunch\s+of|pack\s+of|load\s+of|lot\s+of|sad|such|a|an|the|so|total|complete|absolute|utter|real|fucking|fkn|effing|bloody|literal|literally|massive|huge|giant|big|little|pathetic|stupid|dumb|useless|worthless|ugly|fat|clueless|lazy|actual|certified|brain-?dead|rules-?lawyering|cheating|lying)\s+){0,4}"
 _BE = r"(?:is|are|was|were|'s|'re|’s|’re|s|re|be|being|been|=|acts?\s+like|acting\s+like|sounds?\s+like|looks?\s+like|seems?\s+like|seem|seems|must\s+be|has\s+to\s+be|can\s+only\s+be)"
@@ -897,12 +1104,45 @@ _HARASS = [
         ),
     ),
     (
+        "an insult aimed at a person",
+        _rx(
+            # "morons - the lot of you", "clowns, every one of you", "losers, all of ya"
+            rf"\b{_INSULT}s?\b\s*[,.!:;—–-]*\s*(?:{_YOU_ALL})\b"
+            # mockery of the reader: "imagine being this clueless", "how dumb are you people"
+            rf"|\bimagine\s+(?:being|having\s+to\s+be|how)\s+(?:so|this|that|such\s+an?|as)\s+(?:\w+\s+)?(?:{_INSULT}|{_INSULT_YOU})\b"
+            rf"|\bhow\s+(?:stupid|dumb|thick|dense|clueless|ignorant|braindead|slow)\s+(?:are|is|can)\s+(?:you|u|ya|he|she|they|(?:{_YOU_ALL}))\b"
+        ),
+    ),
+    (
+        "a threat",
+        _rx(
+            # a threat on condition of what the person does here: "keep messaging me and you'll see", "one more
+            # comment like that and I'm coming" (what follows is left open: the condition is about this wall or the
+            # club, not the game, so "keep attacking and I'll cast Shield" is not matched)
+            r"\b(?:keep|carry\s+on|go\s+on|continue|if\s+you\s+(?:keep|carry\s+on|ever|dare)(?:\s+\w+)?|one\s+more|try|dare)\s+"
+            r"(?:\w+\s+){0,2}?(?:posting|post|messaging|message|commenting|comment|replying|reply|spamming|dming|pm'?ing|"
+            r"showing\s+up|turning\s+up|coming\s+(?:here|to\s+(?:game|the\s+club|fnm|our))|asking|whining|complaining|mouthing\s+off|"
+            r"running\s+your\s+mouth|talking\s+(?:shit|crap|back|trash)|reporting|downvoting)\b[^.?!]{0,30}?"
+            r"\b(?:and|or)\s+(?:i'?ll|i\s+will|we'?ll|we\s+will|i'?m\s+(?:gonna|going\s+to|coming)|you'?ll|you\s+will|see\s+what\s+happens)"
+            r"|\b(?:i'?m|i\s+am|we'?re|we\s+are)\s+(?:\w+\s+)?coming\s+(?:for|after)\s+(?:you|u|him|her|them)\b"
+            # a visit in person: "I'll turn up at his office", "we'll be waiting outside her house" (not a game
+            # night, a table or an event)
+            r"|\b(?:i'?ll|i\s+will|we'?ll|we\s+will|i'?m\s+(?:gonna|going\s+to)|gonna)\s+(?:\w+\s+)?(?:show\s+up|turn\s+up|"
+            r"pay\s+(?:you|him|her|them)\s+a\s+visit|be\s+waiting)\s+(?:at|to|outside|by|near)\s+"
+            r"(?:your|ur|his|her|their|(?-i:[A-Z][a-z]+)['’]s)\s+(?!(?:game|table|session|campaign|tournament|event|league|turn)\b)\w+"
+            # damage to the reader's own things ("his shop" may be a target in the fiction; "your shop" is the reader's)
+            r"|\b(?:i'?ll|i\s+will|we'?ll|we\s+will|i'?m\s+(?:gonna|going\s+to)|gonna|someone\s+(?:should|will|is\s+going\s+to))\s+"
+            r"(?:\w+\s+)?(?:smash|trash|wreck|torch|burn\s+down|vandali[sz]e)\s+(?:up\s+)?(?:your|ur)\s+(?:shop|store|business|stall|place|"
+            r"house|home|car|van|bike|office|flat|apartment|stuff)\b"
+        ),
+    ),
+    (
         "a threat",
         _rx(
             r"\b(?:i'?ll|i\s+will|i'?d|i\s+would|i\s+wanna|i'?m\s+(?:going|gonna)\s+to|i'?m\s+gonna|im\s+gonna|gonna|we'?ll|we\s+will|we'?d|i\s+swear\s+i'?ll|i\s+could|i\s+want\s+to|someone\s+should|somebody\s+should|i\s+hope\s+someone)\s+"
             r"(?:\w+\s+){0,2}(?:kill|murder|hurt|beat|punch|stab|shoot|strangle|choke|slap|smash|break|end|destroy|ruin|find|hunt|get|burn|rape|stalk|dox+|swat|expose|visit|wreck|bash|jump|kick|humiliate|embarrass|harass|bully|shame|mock|torment|terrori[sz]e|intimidate|report|sue|out|cancel|follow)\s+"
             r"(?:you|u|him|her|them|your|his|their|whoever|whomever|anyone\s+who|anybody\s+who|the\s+(?:person|guy|one|idiot|people|clown)\s+who|(?:that|the|this|our|my|your)\s+(?:judge|gm|dm|guy|kid|player|mod|moderator|ref|referee|host|organi[sz]er|owner|designer|developer|dev|admin|streamer|author)s?|(?-i:[A-Z][a-z]{2,}))\b(?!['’]s\b)(?!\s+(?:with\s+(?:my|a|an|the)\s+(?:spell|sword|fireball|attack|axe|bow|dagger|magic|weapon|creature|card)|in\s+(?:the\s+)?game|on\s+(?:the\s+)?board|next\s+turn|this\s+turn|first))"
-            r"|\bmake\s+(?:you|him|her|them|that\s+\w+)\s+(?:pay|regret|suffer|bleed)\b(?!\s+(?:\d|x\b|life|mana|the|for|an?\b|extra|additional|more|twice|double|with|its|that|this|each|one|two|three))"
+            r"|\bmake\s+(?:you|him|her|them|that\s+\w+)\s+(?:pay|regret|suffer|bleed|sorry)\b(?!\s+(?:\d|x\b|life|mana|the|for|an?\b|extra|additional|more|twice|double|with|its|that|this|each|one|two|three))"
             r"|\b(?:in\s+real\s+life|irl|after\s+the\s+(?:game|session|match|tournament|event)|outside\s+the\s+(?:game|store|club|venue)|at\s+(?:your|his|her)\s+(?:house|home|door|work|school))\b[^.?!]{0,40}\b(?:kill|hurt|beat|punch|stab|shoot|find|wait|get|deal\s+with|visit|see)\b"
             r"|\b(?:kill|hurt|beat|punch|stab|shoot|find|get|deal\s+with)\s+(?:you|him|her|them)\b[^.?!]{0,30}\b(?:in\s+real\s+life|irl|after\s+the\s+(?:game|session|match)|outside|at\s+(?:your|his|her)\s+(?:house|home|work|school))"
             r"|\b(?:i'?ll|i\s+will|gonna|going\s+to|i'?m\s+going\s+to)\s+(?:\w+\s+)?(?:slash|key|smash|burn|trash|vandali[sz]e|wreck|break|bust|kick\s+in|punch\s+in|cave\s+in)\s+(?:your|his|her|their|(?-i:[A-Z][a-z]{2,})['’]s)\s+(?:tyres|tires|car|house|windows?|face|teeth|legs|head|skull|kneecaps|nose|door|stuff|things)"
@@ -937,8 +1177,9 @@ _HARASS = [
     (
         "exclusion aimed at a person",
         _rx(
-            r"\b(?:no\s*one|nobody|noone|no-one|everyone|everybody|we\s+all|the\s+whole\s+(?:club|group|table))\s+(?:here\s+|at\s+the\s+\w+\s+|in\s+the\s+\w+\s+)?"
-            r"(?:likes|wants|loves|cares\s+about|hates|despises|laughs\s+at|can'?t\s+stand|is\s+sick\s+of)\s+(?:you|him|her|them|(?-i:[A-Z][a-z]{2,}))\b"
+            r"\b(?:no\s*one|nobody|noone|no-one|everyone|everybody|we\s+all|the\s+whole\s+(?:club|group|table))\s+(?:here\s+|(?:at|in|from|on)\s+(?:the|this|our|my)\s+\w+\s+)?"
+            r"(?:likes|wants|loves|cares\s+about|hates|despises|laughs\s+at|can'?t\s+stand|can\s+stand|is\s+sick\s+of|trusts|respects|invited|invites|"
+            r"wants\s+to\s+(?:play|sit)\s+with|would\s+(?:miss|notice))\s+(?:you|him|her|them|(?-i:[A-Z][a-z]{2,}))\b(?!['’]s)"
             r"|\b(?:no\s*one|nobody|noone)\s+(?:would|will|is\s+going\s+to)\s+(?:miss|notice|care\s+about|mourn)\s+(?:you|him|her|them)\b"
             r"|\b(?:stop|quit)\s+(?:coming|showing\s+up|playing\s+with\s+us|posting|talking)\b(?!\s+(?:back|into|from))"
             r"|\b(?:you|u|he|she|they|(?-i:[A-Z][a-z]{2,}))\s+(?:smell|stink|reek|smells|stinks|reeks)\b(?!\s+(?:the|a|an|of|like\s+(?:a|an|the)\s+(?:trap|ambush)))"
@@ -947,6 +1188,7 @@ _HARASS = [
             r"|\b(?:he|she|they|you|whoever(?:\s+\w+){1,5}|(?:the\s+)?(?:people|guy|guys|person|designers?|devs?|developers?|creators?|makers?|mods?|moderators?|admins?|gm|dm|judge|writers?|authors?|players?\s+who|idiots?|morons?)(?:\s+\w+){0,5}|(?!(?-i:Which|What|Who|When|Where|Why|How|Should|Would|Could|Can|Does|Do|Is|Are|The|This|That|If|In|On|My|Our|Your)\b)(?-i:[A-Z][a-z]{2,}))"
             r"\s+(?:should|needs?\s+to|deserves?\s+to|ought\s+to)\s+(?:all\s+|just\s+|really\s+|literally\s+)?(?:be|get)\s+(?:punched|slapped|beaten(?:\s+up)?|shot|hanged|hung|killed|lynched|strung\s+up|executed|burned|put\s+down|stabbed|run\s+over)\b"
             r"|\b(?:the\s+)?(?:dumbest|stupidest|ugliest|worst|most\s+(?:stupid|annoying|pathetic|useless|incompetent|disgusting))\s+(?:person|player|human|guy|man|woman|girl|gm|dm|judge|mod|moderator|streamer|host|kid|dude)\s+(?:alive|ever|in\s+the\s+world|on\s+earth|i'?ve\s+(?:ever\s+)?met|on\s+the\s+planet)"
+            r"|\bgo\s+(?:and\s+)?(?:f+|ef+|eff\s+off\s+and|frick|fork|screw|bugger|play\s+with)\s*(?:yo)?u?r\s*sel(?:f|ves)\b"
             r"|\b(?:eat|eats)\s+shit\b|\b(?:full\s+of|piece\s+of)\s+shit\b|\bshit\s+for\s+brains\b|\b(?:screw|fuck|damn)\s+(?:you|u|him|her|them)\b"
             r"|\b(?:shut\s+(?:the\s+\w+\s+)?up|get\s+lost|go\s+away|piss\s+off|sod\s+off|bugger\s+off|get\s+out\s+of\s+(?:here|our\s+\w+)|"
             r"uninstall\b(?:\s+(?:the\s+game|life))?|go\s+back\s+to\s+(?:your|where)|you\s+should\s+be\s+(?:banned|ashamed|fired)|you\s+suck\b|you\s+guys\s+suck|"

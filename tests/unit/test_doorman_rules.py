@@ -872,3 +872,205 @@ def test_a_threat_in_a_characters_quoted_line_is_not_the_players() -> None:
 )
 def test_game_violence_against_characters_is_not_a_threat(text: str) -> None:
     assert _verdict(text) == (Decision.CLEAR, "clean")
+
+
+# Kinds of harm that carry no link, no listed word and no swearing, each with look-alikes that must clear.
+# Written for these tests in their own wording (not taken from any exam).
+
+# Sales posts: an offer, handmade goods, a real-money price, delivery, a call to buy, the goods' condition,
+# opening hours or a push to buy now; two of these parts make an advert.
+ADVERTS_WITHOUT_LINKS = [
+    "Painting minis to order, 8 dollars a figure, message me",
+    "I carve oak dice towers, choose your wood, ships to the UK and EU",
+    "Selling a stack of old Dragon magazines, forty bucks the lot, pick-up only, offers welcome",
+    "We're open Tuesday to Sunday, 11 till 7, huge board game library, walk-ins welcome",
+    "I offer Fate Core coaching, 30 euros per hour, get in touch",
+    "Trading my spare foil Sheoldred for cash, PM if interested",
+    "Get your engraved cribbage board today, perfect gift for dad",
+    "Flash sale this weekend only! Grab your card sleeves before they're gone",
+    "I run a little dice shop: everything half price until Friday",
+    "WTB a playset of fetchlands, paying cash",
+    "Custom leather dice pouches, pick your colour, DM me",
+    "Still sealed, never opened Catan expansion, make an offer",
+]
+SALES_LOOKALIKES = [
+    "A potion of healing costs 50 gp; can I sell it back to the merchant for half price?",
+    "The shopkeeper offers a 10 gp discount if I win a Persuasion check, is that in the rules?",
+    "My DM says I can buy a +1 shield for 500 gold, is that the book price?",
+    "I sell the stolen paintings to a fence in Blades: how much coin is that?",
+    "We offer the dragon a bribe, which skill rolls for that?",
+    "I make a Dexterity saving throw at disadvantage, does Bless still add?",
+    "I make my own dice at home, are homemade dice legal at a backgammon tournament?",
+    "Can I play a near-mint and a foil copy of the same card in one Commander deck?",
+    "Our DM handed me a custom magic item: can I attune to a fourth one?",
+    "Is the $10 prerelease entry fee refunded if the store cancels?",
+    "Can my hireling come along into the dungeon, and does he take a share of XP?",
+    "The club room is open until 9 pm, is that long enough for a 7-point backgammon match?",
+    "Is the new set available now on Arena with the same rules?",
+    "Message me if I'm wrong, but doesn't trample need lethal damage on the blocker first?",
+    "Why is this removal spell so cheap, two mana for an exile effect?",
+    "I'm selling my soul to a devil patron in our Fate game, which aspect should I write?",
+]
+
+
+@pytest.mark.parametrize("text", ADVERTS_WITHOUT_LINKS)
+def test_adverts_without_links_are_held(text: str) -> None:
+    reason = screen_rules(text)
+    assert reason is not None and "advertising" in reason
+
+
+@pytest.mark.parametrize("text", SALES_LOOKALIKES)
+def test_money_and_trade_inside_a_game_clear(text: str) -> None:
+    assert _verdict(text) == (Decision.CLEAR, "clean")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Enter coupon SAVE15 at checkout",
+        "voucher: DICEGOBLIN gives free postage",
+        "promo DRAFT2024 works today",
+    ],
+)
+def test_a_checkout_code_is_spam(text: str) -> None:
+    reason = check_spam(text)
+    assert reason is not None and "promo code" in reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Can I use code words with my team in Codenames?",
+        "Is the code of conduct at FNM strict about proxies?",
+        "Does the Thieves' Cant code let my rogue read the hidden message?",
+    ],
+)
+def test_code_as_a_word_is_not_a_promo_code(text: str) -> None:
+    assert check_spam(text) is None
+
+
+# Harassment without swearing: an insult said to the whole audience, mockery of the reader, a threat made on
+# condition of what the person does here, a visit in person.
+HARASSMENT_WITHOUT_SWEARING = [
+    "morons, the lot of you",
+    "Clowns, every single one of you reading this",
+    "Imagine being this clueless about the stack. Pathetic.",
+    "How dumb are you people, it's printed on the card",
+    "Everyone in this group is an idiot",
+    "Tom, nobody at this table can stand you",
+    "one more post like that and I'm coming for you",
+    "Keep commenting on my threads and you'll be sorry",
+    "If you turn up to game night again we'll make you sorry",
+    "I'll turn up at your work and tell everyone what you did",
+    "I'm going to show up at his office if he bans me again",
+    "someone should torch your stall for the way you run events",
+    "go f yourself",
+]
+HARASSMENT_LOOKALIKES = [
+    'The DM said to my PC "cross me again and you die" - is that a fair Devil\'s Bargain?',
+    "The GM says the Red Sashes will come for us if we keep hitting their turf, how much heat is that?",
+    "The zombies are coming for you next round, does Turn Undead stop them?",
+    "Keep casting counterspells and I'll just concede, is that allowed mid-stack?",
+    "If you keep posting rules questions I'll keep answering them!",
+    "Imagine being so lucky you roll three crits in a row: do the crits stack?",
+    "Does the aura hit every one of you in range, or only enemies?",
+    "I'll show up at your game night with my new deck, are proxies ok?",
+    "My GM said the guards will smash our shop if we don't pay, is that an entanglement?",
+    "Can I show up at my friend's table as a guest with a level 10 character?",
+    "Our Cutter wants to trash his shop to send a message: which action is that?",
+]
+
+
+@pytest.mark.parametrize("text", HARASSMENT_WITHOUT_SWEARING)
+def test_harassment_without_swearing_is_held(text: str) -> None:
+    assert _verdict(text)[0] is Decision.HOLD
+    reason = screen_rules(text)
+    assert reason is not None and "harassment" in reason
+
+
+@pytest.mark.parametrize("text", HARASSMENT_LOOKALIKES)
+def test_threats_in_the_fiction_and_friendly_visits_clear(text: str) -> None:
+    assert _verdict(text) == (Decision.CLEAR, "clean")
+
+
+# Personal data spelled out in words: where a child goes to school, a relative's full name, a real name, a
+# workplace by its street, a birthday with its year.
+PERSONAL_DATA_IN_WORDS = [
+    "My daughter is in grade 2 at Maple Grove Elementary, can she learn Agnes?",
+    "my son goes to St. Joseph's Primary, is Fate Accelerated fine for 7 year olds?",
+    "I pick them up from Hillside Nursery at 3 and then we play Accordion",
+    "Westbrook High School, room 4B, that's where our club meets on Mondays",
+    "my 9 year old daughter Mia Chen loves Aunt Mary solitaire",
+    "my wife Anna Kowalski keeps winning at backgammon, any tips?",
+    "his real name is Tamsin Reyes, by the way",
+    "He works at the Tesco on Mill Lane, ask him about the rules",
+    "My nephew's birthday is on 12/04/2015, what game suits him?",
+    "born 3 March 2011, am I old enough for the junior league?",
+]
+PERSONAL_DATA_LOOKALIKES = [
+    "My wizard attends the Arcane Academy, does that give proficiency in Arcana?",
+    "My bard went to the College of Lore, is that a subclass or a background?",
+    "My rogue went to the Thieves School in Doskvol, is that a background?",
+    "my kid goes to school nearby, is Aunt Mary a good first solitaire?",
+    "my son Ben is 8, is Fate Accelerated too complex for him?",
+    "My character's full name is Arwen Duskwalker, does a name matter for aspects?",
+    "My rogue lives in Crow's Foot on Silkshore Way, how much heat does that bring?",
+    "My birthday is on March 3rd, can we play a long campaign that day?",
+]
+
+
+@pytest.mark.parametrize("text", PERSONAL_DATA_IN_WORDS)
+def test_personal_data_in_words_is_held(text: str) -> None:
+    assert check_personal_data(text) is not None
+
+
+@pytest.mark.parametrize("text", PERSONAL_DATA_LOOKALIKES)
+def test_schools_and_names_inside_the_game_clear(text: str) -> None:
+    assert check_personal_data(text) is None
+    assert _verdict(text) == (Decision.CLEAR, "clean")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "what a pack of b*tches",
+        "those two are total p*ssies at the table",
+        "the mods are pu55ies",
+        "stop being such p*ssys about it",
+        "he's a tosspot",
+        "the judges are all tw@ts",
+    ],
+)
+def test_masked_words_with_their_english_endings_are_held(text: str) -> None:
+    assert _verdict(text)[0] is Decision.HOLD
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Can a pussycat familiar see invisible creatures?",
+        "Does a cockatrice's bite petrify on a failed save?",
+        "Is Dickens-themed steampunk fine for a Fate setting?",
+    ],
+)
+def test_rude_looking_names_still_clear(text: str) -> None:
+    assert _verdict(text) == (Decision.CLEAR, "clean")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Every point is covered on my home board, can my opponent enter from the bar?",
+        "go through the errata point by point please",
+        "move to the bar point to escape, is that legal?",
+    ],
+)
+def test_point_as_a_game_word_is_not_a_spelled_out_address(text: str) -> None:
+    assert check_links(text) is None
+
+
+@pytest.mark.parametrize(
+    "text", ["freebies point com", "cheapcards point ru for singles", "dicebarn dot net"]
+)
+def test_an_address_spelled_with_point_or_dot_is_held(text: str) -> None:
+    assert check_links(text) is not None
