@@ -4,8 +4,9 @@
 usage: python scripts/calibrate_categories.py [--json] [--min-precision 0.8]
 
 For every game with a loaded category map (``rulesage ingest ... --categories data/categories``), each
-training question of that game (``data/reranker/questions-*.jsonl``, never the evaluation's files: the
-training guard drops any that overlap them) has a right answer: the categories whose sections hold the
+training question of that game in the held-out fold (services/category/learn.py: the fifth of the questions
+no learned example comes from; ``data/reranker/questions-*.jsonl``, never the evaluation's files) has a
+right answer: the categories whose sections hold the
 passage that answers it (none when the answer lies outside every mapped section, where the right call is
 to abstain). The classifier is run at every threshold on a grid; the table prints, per threshold, the share
 of questions it votes on, the precision of those votes and the share of all questions it votes on rightly.
@@ -18,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -35,16 +35,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--min-precision", type=float, default=0.8)
+    ap.add_argument("--top", type=int, default=cat.TOP_TEXTS, help="texts averaged per category")
+    ap.add_argument("--temperature", type=float, default=cat.TEMPERATURE)
     ap.add_argument("--questions", default=str(ROOT / "data" / "reranker" / "questions-*.jsonl"))
     ns = ap.parse_args()
 
     from rulesage import db
     from rulesage.embed import shared_embedder
-    from services.rerank.train.data import eval_guard, family_ids, load_questions, positive_of
-    from services.rerank.train.pool import FamilyIndex
+    from services.category.learn import HELD_OUT_FOLD, fold, label
 
-    guard = eval_guard()
-    questions = [q for q in load_questions(ns.questions) if not guard.touches(q)]
     url = db.database_url(start_embedded=True)
     rows: list[dict[str, object]] = []
     with db.connect(url) as conn:
@@ -56,7 +55,6 @@ def main() -> int:
                 "no category map is loaded: ingest with --categories data/categories first", file=sys.stderr
             )
             return 2
-        fams = family_ids(conn)
         embedder = shared_embedder()
         for slug, game_id in games:
             texts = conn.execute(
@@ -66,32 +64,21 @@ def main() -> int:
             ).fetchall()
             owners = [r[0] for r in texts]
             matrix = np.stack([np.asarray(r[1].to_numpy(), dtype=np.float32) for r in texts])
-            members: dict[int, set[str]] = defaultdict(set)
-            for name, pid in conn.execute(
-                "SELECT c.name, cp.passage_id FROM category_passages cp JOIN categories c"
-                " ON c.id = cp.category_id WHERE c.game_id = %s",
-                (game_id,),
-            ).fetchall():
-                members[int(pid)].add(name)
-            index = FamilyIndex(conn, fams[slug])
-            mine = [q for q in questions if q.game == slug]
-            vecs = embedder.embed_queries([q.question for q in mine]) if mine else []
-            for q, v in zip(mine, vecs, strict=True):
-                _, supporters = positive_of(index, q)
-                if not supporters:
-                    continue  # the quote is not on the shelf as ingested: no right answer to check
-                right: set[str] = set()
-                for i in supporters:
-                    right |= members.get(index.passages[i].id, set())
-                score = cat.scores(cat.cosine_pairs(v, matrix, owners))
-                best = cat.call(score, threshold=0.0)
+            # only the fold no learned example came from: the threshold is never measured on its own examples
+            mine = [
+                x for x in label(conn, slug, int(game_id), ns.questions) if fold(x.question) == HELD_OUT_FOLD
+            ]
+            vecs = embedder.embed_queries([x.question for x in mine]) if mine else []
+            for x, v in zip(mine, vecs, strict=True):
+                score = cat.scores(cat.cosine_pairs(v, matrix, owners), top=ns.top)
+                best = cat.call(score, threshold=0.0, temperature=ns.temperature)
                 rows.append(
                     {
                         "game": slug,
-                        "right": sorted(right),
+                        "right": sorted(x.categories),
                         "best": best.best,
                         "confidence": best.confidence,
-                        "source": q.provenance,
+                        "source": x.source,
                     }
                 )
 

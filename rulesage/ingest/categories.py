@@ -10,6 +10,8 @@ re-embedded; its passages are resolved again on every ingest, so a new release o
 
 from __future__ import annotations
 
+import hashlib
+import json
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ from rulesage.core.categories import (
     parse_map,
     rule_matches,
     selects,
+    with_learned,
 )
 
 PASSAGES_SQL = """
@@ -43,13 +46,40 @@ class MapLoad:
 
 
 def read_map(path: Path, game: str) -> CategoryMap:
+    """The map and, when it names one, its learned examples' file (JSON lines beside it)."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise MapError(f"category map not found: {path}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise MapError(f"{path.name}: not valid TOML: {exc}") from None
-    return parse_map(data, path.name, game)
+    cmap = parse_map(data, path.name, game)
+    if cmap.learned is None:
+        return cmap
+    learned = path.parent / cmap.learned
+    try:
+        lines = learned.read_text(encoding="utf-8").splitlines()
+        rows = [json.loads(line) for line in lines if line.strip()]
+    except FileNotFoundError:
+        raise MapError(f"{path.name}: its learned examples {cmap.learned!r} are missing") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise MapError(f"{cmap.learned}: not JSON lines: {exc}") from None
+    if not all(isinstance(r, dict) for r in rows):
+        raise MapError(f"{cmap.learned}: every line must be a JSON object")
+    return with_learned(cmap, rows, cmap.learned)
+
+
+def fingerprint(path: Path) -> str:
+    """The map's and its learned file's contents together: a change to either re-embeds."""
+    h = hashlib.sha256(path.read_bytes())
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return h.hexdigest()
+    learned = data.get("learned")
+    if isinstance(learned, str) and (path.parent / learned).is_file():
+        h.update((path.parent / learned).read_bytes())
+    return h.hexdigest()
 
 
 def resolve(
@@ -110,9 +140,12 @@ def load(
                 ).fetchone()[0]
                 with conn.cursor() as cur:
                     cur.executemany(
-                        "INSERT INTO category_texts (category_id, ord, text, embedding)"
-                        " VALUES (%s, %s, %s, %s)",
-                        [(cid, k, t, vectors[i + k]) for k, t in enumerate(c.texts)],
+                        "INSERT INTO category_texts (category_id, ord, kind, text, embedding)"
+                        " VALUES (%s, %s, %s, %s, %s)",
+                        [
+                            (cid, k, kind, t, vectors[i + k])
+                            for k, (kind, t) in enumerate(zip(c.kinds(), c.texts, strict=True))
+                        ],
                     )
                 i += len(c.texts)
             conn.execute(

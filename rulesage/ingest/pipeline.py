@@ -319,7 +319,7 @@ class _Run:
                     self.game_ids[g.slug],
                     path,
                     g.slug,
-                    store.sha256_file(path),
+                    categories.fingerprint(path),
                     self.space_id,
                     self.embedder.embed_queries,
                 )

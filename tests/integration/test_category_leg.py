@@ -134,3 +134,23 @@ def test_a_map_naming_a_missing_section_is_rejected_and_the_stored_map_stays(
     assert again.category_maps == 1 and not again.failed
     with connect(mapped) as conn:
         assert conn.execute("SELECT count(*) FROM ingest_failures WHERE key = %s", (key,)).fetchone()[0] == 0
+
+
+def test_a_game_switched_off_is_called_and_shown_but_casts_no_vote(mapped: str, search_mesh) -> None:
+    from services.category.server import CategoryService
+    from services.fusion.server import FusionService
+
+    off = search_mesh.start("category-off", CategoryService, RULESAGE_CATEGORY_OFF=f"mtg, {GAME}")
+    try:
+        addr = search_mesh.start("fusion-off", FusionService, RULESAGE_CATEGORY_ADDR=off)
+        try:
+            res = fuse(addr, "Can I invoke the same aspect twice and pay two fate points?", GAME)
+        finally:
+            search_mesh.stop("fusion-off")
+    finally:
+        search_mesh.stop("category-off")
+    arm = _category(res)
+    assert arm.state == OK and arm.hits == 0
+    assert arm.category.name == "aspects_and_fate_points"
+    assert "casts no vote for fate-condensed" in arm.detail
+    assert "category" not in res.voted and abs(res.ceiling - 3 / 61) < 1e-12

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from rulesage.core.categories import MapError
 
 ROOT = Path(__file__).resolve().parents[2]
 MAPS = sorted((ROOT / "data" / "categories").glob("*.toml"))
+assert MAPS, "the shipped category maps are missing"
 
 
 def _map(**over: object) -> dict[str, object]:
@@ -118,8 +120,41 @@ def test_cosine_pairs_normalise_the_question() -> None:
     assert pairs == [("x", pytest.approx(0.6)), ("y", pytest.approx(0.8))]
 
 
+def test_learned_examples_join_their_categories_and_need_provenance() -> None:
+    m = cat.parse_map({**_map(), "learned": "mtg.learned.jsonl"}, "m.toml", "mtg")
+    assert m.learned == "mtg.learned.jsonl"
+    rows = [{"category": "triggered_abilities", "question": "who orders  my triggers?", "source": "written"}]
+    (c,) = cat.with_learned(m, rows, "mtg.learned.jsonl").categories
+    assert c.learned == ("who orders my triggers?",)
+    assert c.texts[-1] == "who orders my triggers?" and c.kinds()[-1] == "learned"
+    assert len(c.kinds()) == len(c.texts)
+    with pytest.raises(MapError, match="row 1: category 'combat' is not in the map"):
+        cat.with_learned(m, [{**rows[0], "category": "combat"}], "x.jsonl")
+    with pytest.raises(MapError, match="no provenance"):
+        cat.with_learned(m, [{"category": "triggered_abilities", "question": "q?"}], "x.jsonl")
+    with pytest.raises(MapError, match="unknown keys"):
+        cat.parse_map({**_map(), "colour": "red"}, "m.toml")
+
+
+def _training_questions() -> set[str]:
+    out = set()
+    for path in (ROOT / "data" / "reranker").glob("questions-*.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                out.add(" ".join(json.loads(line)["question"].split()))
+    return out
+
+
 @pytest.mark.parametrize("path", MAPS, ids=lambda p: p.name)
-def test_every_shipped_map_parses(path: Path) -> None:
+def test_every_shipped_map_parses_and_learns_only_from_the_training_questions(path: Path) -> None:
     m = cat.parse_map(tomllib.loads(path.read_text(encoding="utf-8")), path.name, path.stem)
     assert len(m.categories) >= 10
     assert all(len(c.examples) >= 5 for c in m.categories)
+    assert m.learned is not None
+    rows = [json.loads(x) for x in (path.parent / m.learned).read_text(encoding="utf-8").splitlines()]
+    learned = cat.with_learned(m, rows, m.learned)
+    assert sum(len(c.learned) for c in learned.categories) == len(rows) > 100
+    # the learned examples are training questions (data/reranker, whose rows the training guard keeps apart
+    # from the evaluation's), never questions from anywhere else
+    training = _training_questions()
+    assert all(" ".join(r["question"].split()) in training for r in rows)

@@ -21,10 +21,12 @@ CREATE TABLE categories (
     UNIQUE (game_id, name)
 );
 
--- What the classifier reads: the description (ord 0) and each example question, with its sentence vector.
+-- What the classifier reads: the description (ord 0), each authored example and each learned example (a
+-- training question answered inside the category's sections), with its sentence vector.
 CREATE TABLE category_texts (
     category_id  int NOT NULL REFERENCES categories(id) ON DELETE CASCADE,
     ord          int NOT NULL,
+    kind         text NOT NULL CHECK (kind IN ('description', 'example', 'learned')),
     text         text NOT NULL,
     embedding    vector(384) NOT NULL,
     PRIMARY KEY (category_id, ord)
