@@ -155,6 +155,7 @@ async def _gold(url: str, gold: list[dict[str, Any]], answer: bool) -> dict[str,
             calls = [a["category"] for a in out.wrench.get("arms", []) if a.get("category")]
             if calls:
                 row["category"] = calls[0]
+                row["category_voted"] = "category" in out.wrench.get("voted", [])
             reranked = "rerank" not in row["degraded"]
             if q["answerable"]:
                 # an ask whose rerank fell back to the fused order is not a reranked hit
@@ -246,12 +247,13 @@ def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answ
     }
     called = [r for r in rows if "category" in r]
     if called:
-        voted = [r for r in called if r["category"].get("name")]
+        voted = [r for r in called if r.get("category_voted")]
         voted_ans = [r for r in voted if r["answerable"]]
         report["category_leg"] = {
             "asks_with_a_map": len(called),
-            "voted": len(voted),
-            "abstained": len(called) - len(voted),
+            "classified": sum(bool(r["category"].get("name")) for r in called),
+            "abstained": sum(not r["category"].get("name") for r in called),
+            "voted": len(voted),  # classified, on a game the leg votes for
             # of the answerable asks it voted on: its list of the mapped sections held the answer
             "list_held_the_answer": round(
                 sum(r.get("arms", {}).get("category", {}).get("found_80", False) for r in voted_ans)
