@@ -102,7 +102,9 @@ def main(argv: list[str]) -> int:
     rows: list[dict[str, Any]] = []
     reports: dict[str, Any] = {}
     try:
-        ingest = cli(env, "ingest", "--shelf", str(shelf), *game_args, "--json")
+        # the shipped category maps too: the gate measures the road as it ships
+        maps = ("--categories", str(ROOT / "data" / "categories"))
+        ingest = cli(env, "ingest", "--shelf", str(shelf), *game_args, *maps, "--json")
         if ingest.returncode != 0:
             print(f"eval gate: ingest failed:\n{ingest.stderr[-3000:]}", file=sys.stderr)
             return 1

@@ -108,6 +108,20 @@ def test_permalink_shows_answer_citations_and_the_wrench(client: TestClient, url
     assert data["asked_before"] == [] and data["retired_at"] is None
 
 
+def test_the_page_says_the_deciding_quote_once(client: TestClient, url: str) -> None:
+    """The extractive answer leads with the deciding sentence and its page; its card keeps the source only,
+    and the supporting quote the answer does not print gets the full card."""
+    base = sample_ruling()
+    deciding, support = (c["quote"] for c in base["citations"])
+    answer = f"The book says — System Reference Document 5.1, p. 92: “{deciding}”"
+    rid = _store(url, answer=answer)
+    html = client.get(f"/rulings/{rid}").text.split('id="read-h"')[0]  # the answer and its cards
+    assert html.count(deciding) == 1, "the deciding sentence is printed once"
+    assert html.count(support) >= 1 and f"<blockquote>{support}</blockquote>" in html
+    assert "Quoted above:" in html and html.count('class="citation quoted-above"') == 1
+    assert html.count('class="page"') >= 2, "both cards keep their page"
+
+
 def test_the_wrench_shows_the_category_call_and_its_sections(client: TestClient, url: str) -> None:
     wrench = sample_ruling()["wrench"]
     call = {

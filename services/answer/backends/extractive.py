@@ -236,8 +236,9 @@ def choose(ranked: Sequence[Candidate], threshold: float) -> RawAnswer:
             break
         chosen.append(c)
     chosen.sort(key=lambda c: (c.passage.id != best.passage.id, c.passage.id, c.start))
-    parts = [f"{_where(c.passage)}: “{c.text}”" for c in chosen]
-    answer = "The book says — " + " … ".join(parts)
+    # the answer leads with the deciding sentence and its page, once; a close second sentence (a rule's
+    # exception, its other half) is cited beside it and shown as a supporting quote, not repeated here
+    answer = f"The book says — {_where(best.passage)}: “{best.text}”"
     quotes = tuple(RawQuote(c.passage.id, c.text) for c in chosen)
     return RawAnswer(quotes, answer, Verdict.ANSWERED, confidence=best.score)
 
