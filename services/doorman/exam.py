@@ -6,8 +6,8 @@ a frozen, labelled exam, a table per class and five gates.
   3. 0 cleared markup payloads                     (class markup)
   4. at least 90 % of ordinary questions cleared   (class ordinary)
   5. any failure of the doorman holds the question: every question the doorman cleared is screened again
-     under each fault (the classifier crashing, the judge refusing connections, hanging past its timeout,
-     answering HTTP 500, answering nonsense) and must be held every time.
+     under each fault (the classifier crashing, the screen model crashing, the judge refusing connections,
+     hanging past its timeout, answering HTTP 500, answering nonsense) and must be held every time.
 
 The judge model is off unless RULESAGE_DOORMAN_JUDGE_URL / _MODEL configure it, as in the service.
 """
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from services.doorman.judge import Judge
+from services.doorman.learned import ScreenModel
 from services.doorman.rules import RULES_VERSION
 from services.doorman.screen import Screener
 
@@ -53,9 +54,16 @@ GATES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("3", "0 cleared markup payloads", ("markup",)),
 )
 ORDINARY_CLEAR_MIN = 0.90
-FAULTS = ("classifier crash", "judge down", "judge timeout", "judge HTTP 500", "judge nonsense")
-# The code whose behaviour the exam measures: a report names the hash of these files.
-SOURCES = ("rules.py", "lexicon.py", "normalise.py", "screen.py", "classifier.py", "judge.py")
+FAULTS = (
+    "classifier crash",
+    "screen-model crash",
+    "judge down",
+    "judge timeout",
+    "judge HTTP 500",
+    "judge nonsense",
+)
+# The code whose behaviour the exam measures: a report names the hash of these files (and of the model file).
+SOURCES = ("rules.py", "lexicon.py", "normalise.py", "screen.py", "classifier.py", "learned.py", "judge.py")
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,10 @@ def fingerprint(screener: Screener) -> str:
         h.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
     h.update(f"{_classifier_version()}|{screener.profanity_threshold}|{screener.max_chars}".encode())
     h.update(f"|{screener.judge.model if screener.judge else ''}".encode())
+    model = screener.screen_model
+    h.update(f"|{model.identity}|{model.threshold}".encode() if model is not None else b"|screen-model off")
+    if isinstance(model, ScreenModel):
+        h.update(model.sha256.encode())
     return h.hexdigest()[:16]
 
 
@@ -103,15 +115,20 @@ def _classifier_version() -> str:
 def holder(screener: Screener) -> dict[str, str]:
     """Who holds the doorman's role: the rules, the classifier with its threshold, and the judge if any."""
     judge = screener.judge.model if screener.judge else ""
+    model = screener.screen_model
+    screen = f"screen-model {model.identity} (holds at >= {model.threshold:.2f})" if model is not None else ""
     name = (
         f"rules v{RULES_VERSION} + alt-profanity-check {_classifier_version()} "
-        f"(holds at >= {screener.profanity_threshold:g})" + (f" + judge {judge}" if judge else "")
+        f"(holds at >= {screener.profanity_threshold:g})"
+        + (f" + {screen}" if screen else "")
+        + (f" + judge {judge}" if judge else "")
     )
     return {
         "name": name,
         "rules": f"v{RULES_VERSION}",
         "classifier": f"alt-profanity-check {_classifier_version()}",
         "threshold": f"{screener.profanity_threshold:g}",
+        "screen_model": screen or "off",
         "judge": judge or "off",
         "fingerprint": fingerprint(screener),
     }
@@ -197,14 +214,31 @@ def _crash(_: str) -> float:
     raise RuntimeError("classifier crashed (drill)")
 
 
+@dataclass
+class _CrashingModel:
+    """A screen model that raises on every question (the drill for the learned stage)."""
+
+    threshold: float = 0.5
+    identity: str = "drill"
+
+    def score(self, _: str) -> tuple[float, str]:
+        raise RuntimeError("screen model crashed (drill)")
+
+
 async def fault_drills(base: Screener, rows: list[Row], timeout_s: float = 0.5) -> dict[str, dict[str, Any]]:
     """Screen ``rows`` under each fault; every one must be held. {fault: {rows, held, cleared_ids}}."""
 
-    def faulty(classifier: Callable[[str], float] | None = None, judge_url: str = "") -> Screener:
+    def faulty(
+        classifier: Callable[[str], float] | None = None, judge_url: str = "", model: Any = None
+    ) -> Screener:
         # the same screening (its class and settings), with one part broken
         judge = Judge(judge_url, "drill-judge", timeout_s=timeout_s) if judge_url else None
         return dataclasses.replace(
-            base, classifier=classifier or base.classifier, judge=judge, timeout_s=timeout_s * 3
+            base,
+            classifier=classifier or base.classifier,
+            screen_model=model or base.screen_model,
+            judge=judge,
+            timeout_s=timeout_s * 3,
         )
 
     async def drill(screener: Screener) -> dict[str, Any]:
@@ -222,6 +256,7 @@ async def fault_drills(base: Screener, rows: list[Row], timeout_s: float = 0.5) 
     screen_log.setLevel(logging.ERROR)  # each drilled failure would log a warning with its traceback
     try:
         out["classifier crash"] = await drill(faulty(classifier=_crash))
+        out["screen-model crash"] = await drill(faulty(model=_CrashingModel()))
         out["judge down"] = await drill(faulty(judge_url=_closed_port()))
         async with _hanging_judge() as url:
             out["judge timeout"] = await drill(faulty(judge_url=url))

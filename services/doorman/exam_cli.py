@@ -14,10 +14,11 @@ def main(exam_path: str | None, as_json: bool, write: str | None) -> int:
     """`rulesage doorman-exam`: the screening the service runs, from the same settings (judge off unless set),
     over the exam; the per-class table and the five gates; 1 when any gate fails."""
     from services.doorman import classifier
-    from services.doorman.server import DoormanService
+    from services.doorman.server import DoormanService, warm_screen_model
 
     service = DoormanService()
     classifier.warm()
+    warm_screen_model(service.screener)
     report = run(service.screener, Path(exam_path) if exam_path else DEFAULT_EXAM)
     if write:
         write_report(report, Path(write) if write != "-" else REPORT_PATH)

@@ -1,5 +1,6 @@
-"""One screening: rules, then the profanity classifier, then (optionally) the judge. Fails one way: any
-exception or the overall timeout is a HOLD with its reason; nothing is cleared by a failure."""
+"""One screening: rules, then the profanity classifier, then the learned screen model (unless switched off),
+then (optionally) the judge. Fails one way: any exception or the overall timeout is a HOLD with its reason;
+nothing is cleared by a failure."""
 
 from __future__ import annotations
 
@@ -8,11 +9,21 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from services.doorman.judge import Judge
 from services.doorman.rules import DEFAULT_MAX_CHARS, Decision, Verdict, classifier_text, screen_rules
 
 log = logging.getLogger(__name__)
+
+
+class ScreenStage(Protocol):
+    """The learned screen (services.doorman.learned.ScreenModel): (hold probability, likely hold class)."""
+
+    threshold: float
+    identity: str
+
+    def score(self, text: str) -> tuple[float, str]: ...
 
 
 @dataclass
@@ -21,6 +32,8 @@ class Screener:
     profanity_threshold: float = 0.8
     max_chars: int = DEFAULT_MAX_CHARS
     judge: Judge | None = None
+    # the learned screen; None when switched off (RULESAGE_DOORMAN_SCREEN_MODEL=off)
+    screen_model: ScreenStage | None = None
     timeout_s: float = 15.0
 
     async def screen(self, text: str) -> tuple[Verdict, list[tuple[str, float]]]:
@@ -55,6 +68,17 @@ class Screener:
             return Verdict(Decision.HOLD, f"profanity classifier returned {prob!r}", checks)
         if prob >= self.profanity_threshold:
             return Verdict(Decision.HOLD, f"profanity {prob:.2f}", checks)
+
+        if self.screen_model is not None:
+            t0 = time.perf_counter()
+            checks.append("screen-model")
+            model = self.screen_model
+            score, cls = await asyncio.to_thread(model.score, text)
+            timings.append(("doorman.screen_model", _ms(t0)))
+            if not 0.0 <= score <= 1.0:
+                return Verdict(Decision.HOLD, f"screen model returned {score!r}", checks)
+            if score >= model.threshold:
+                return Verdict(Decision.HOLD, f"screen-model {cls} {score:.2f}", checks)
 
         if self.judge is not None:
             t0 = time.perf_counter()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import grpc
 
@@ -12,8 +14,11 @@ from rulesage.config import CommonSettings, ConfigError, load
 from rulesage.v1 import common_pb2, doorman_pb2, doorman_pb2_grpc
 from services.doorman import classifier, exam
 from services.doorman.judge import Judge
+from services.doorman.learned import MODEL_PATH, ScreenModel, UnavailableModel
 from services.doorman.rules import Decision
-from services.doorman.screen import Screener
+from services.doorman.screen import Screener, ScreenStage
+
+log = logging.getLogger(__name__)
 
 
 class DoormanSettings(CommonSettings):
@@ -26,6 +31,38 @@ class DoormanSettings(CommonSettings):
     rulesage_doorman_judge_timeout_s: float = 10.0
     # Ceiling on one whole screening; past it the question is held.
     rulesage_doorman_timeout_s: float = 15.0
+    # The learned screen after the profanity classifier: "on" (default) or "off" (for diagnosis only).
+    rulesage_doorman_screen_model: str = "on"
+    # Its model file (default: the one shipped in the package) and a threshold overriding the model card's
+    # (0 keeps the card's).
+    rulesage_doorman_screen_model_path: str = ""
+    rulesage_doorman_screen_threshold: float = 0.0
+
+
+def screen_model(s: DoormanSettings) -> ScreenStage:
+    """The learned screen from the settings. A model that cannot be read is not an error at start: it is
+    replaced by one that holds every question it sees (and says so in the doorman's name), so the doorman
+    fails one way."""
+    path = Path(s.rulesage_doorman_screen_model_path) if s.rulesage_doorman_screen_model_path else MODEL_PATH
+    try:
+        model = ScreenModel.load(path)
+    except Exception as exc:
+        log.error("doorman screen model %s unreadable, every screening will hold: %s", path, exc)
+        return UnavailableModel(f"{type(exc).__name__}: {exc}")
+    if s.rulesage_doorman_screen_threshold:
+        model.threshold = s.rulesage_doorman_screen_threshold
+    return model
+
+
+def warm_screen_model(screener: Screener) -> None:
+    """Load the screen model's embedder now; a failure is logged and left to hold each screening."""
+    model = screener.screen_model
+    if model is None:
+        return
+    try:
+        model.warm()  # type: ignore[attr-defined]
+    except Exception as exc:
+        log.error("doorman screen model failed to warm, every screening will hold: %s", exc)
 
 
 class DoormanServicer(doorman_pb2_grpc.DoormanServicer):
@@ -69,6 +106,16 @@ class DoormanService:
                 "bad configuration: RULESAGE_DOORMAN_PROFANITY_THRESHOLD="
                 f"{s.rulesage_doorman_profanity_threshold!r}: expected a value in (0, 1]"
             )
+        if s.rulesage_doorman_screen_model not in ("on", "off"):
+            raise ConfigError(
+                "bad configuration: RULESAGE_DOORMAN_SCREEN_MODEL="
+                f"{s.rulesage_doorman_screen_model!r}: expected on or off"
+            )
+        if not 0.0 <= s.rulesage_doorman_screen_threshold <= 1.0:
+            raise ConfigError(
+                "bad configuration: RULESAGE_DOORMAN_SCREEN_THRESHOLD="
+                f"{s.rulesage_doorman_screen_threshold!r}: expected a value in (0, 1], or 0 for the model's"
+            )
         judge = (
             Judge(
                 s.rulesage_doorman_judge_url,
@@ -84,6 +131,7 @@ class DoormanService:
             profanity_threshold=s.rulesage_doorman_profanity_threshold,
             max_chars=s.rulesage_max_question_chars,
             judge=judge,
+            screen_model=screen_model(s) if s.rulesage_doorman_screen_model == "on" else None,
             timeout_s=s.rulesage_doorman_timeout_s,
         )
         # named in every answer (the wrench shows it) and on /about/doorman beside its last exam
@@ -94,6 +142,7 @@ class DoormanService:
 
     async def start(self) -> None:
         classifier.warm()
+        warm_screen_model(self.screener)
         if self.screener.judge is not None:
             await self.screener.judge.start()
 

@@ -79,9 +79,9 @@ def test_screen_over_grpc_with_the_embedded_classifier() -> None:
         )
     )
     assert clean.decision == doorman_pb2.CLEAR and clean.reason == "clean"
-    assert list(clean.checks) == ["rules", "profanity-check"]
+    assert list(clean.checks) == ["rules", "profanity-check", "screen-model"]
     stages = {t.stage for t in clean.timings}
-    assert {"doorman.rules", "doorman.profanity", "doorman.screen"} <= stages
+    assert {"doorman.rules", "doorman.profanity", "doorman.screen_model", "doorman.screen"} <= stages
     assert rude.decision == doorman_pb2.HOLD and rude.reason.startswith("profanity")
     assert email.decision == doorman_pb2.HOLD and email.reason == "contains an email address"
 
