@@ -12,6 +12,7 @@ import grpc
 import numpy as np
 from pydantic import Field
 
+from rulesage.catalog import Game
 from rulesage.config import CommonSettings, load
 from rulesage.core import categories
 from rulesage.dbservice import DbService, vector_of
@@ -60,23 +61,30 @@ class CategoryService(DbService, arm_pb2_grpc.ArmServicer):
                 grpc.StatusCode.INVALID_ARGUMENT, "category.Search needs the question's vectors"
             )
         result = arm_pb2.ArmResult(arm=self.name)
+        timings = Timings(self.name)
+        with timings.stage("category.search", game=game.slug) as span:
+            await self._search(request, game, result, timings)
+            span.set_attribute("category", result.category.name)
+            span.set_attribute("candidates.out", len(result.hits))
+        result.timings.extend(timings.proto())
+        return result
+
+    async def _search(
+        self, request: arm_pb2.ArmRequest, game: Game, result: arm_pb2.ArmResult, timings: Timings
+    ) -> None:
         if not self.leg.rulesage_category_leg:
             result.note = "the category leg is switched off (RULESAGE_CATEGORY_LEG)"
-            return result
+            return
         # the book's words serve the classifier as they serve the aisle: the canonical lane on an alias match
         lanes = {v.lane: v for v in request.vectors}
         vector = np.asarray(vector_of((lanes.get("dense.canonical") or request.vectors[0]).values))
-        timings = Timings(self.name)
-        with timings.stage("category.classify", game=game.slug) as span:
+        with timings.stage("category.classify") as span:
             async with self.pool.connection() as conn:
                 pairs = await store.text_scores(conn, game.id, vector)
             if not pairs:
                 result.note = f"{game.slug} has no category map"
-                span.set_attribute("category", "")
-                result.timings.extend(timings.proto())
-                return result
+                return
             made = categories.call(categories.scores(pairs), self.leg.rulesage_category_threshold)
-            span.set_attribute("category", made.name or "")
             span.set_attribute("confidence", round(made.confidence, 4))
         result.category.CopyFrom(
             arm_pb2.Category(
@@ -92,20 +100,17 @@ class CategoryService(DbService, arm_pb2_grpc.ArmServicer):
             result.note = (
                 f"unsure: {made.best} at {made.confidence:.2f} is under the threshold {made.threshold:.2f}"
             )
-            result.timings.extend(timings.proto())
-            return result
+            return
         if not self.leg.votes_for(game.slug):
             result.note = (
                 f"called {made.name}, but the leg casts no vote for {game.slug} (RULESAGE_CATEGORY_OFF)"
             )
-            result.timings.extend(timings.proto())
-            return result
+            return
         limit = min(request.limit or self.leg.rulesage_category_limit, self.leg.rulesage_category_limit)
-        with timings.stage("category.sections", category=made.name) as span:
+        with timings.stage("category.sections", category=made.name):
             async with self.pool.connection() as conn:
                 mapped = await store.category(conn, game.id, made.name)
                 hits = await store.passages(conn, mapped.category_id, vector, limit) if mapped else []
-            span.set_attribute("candidates.out", len(hits))
         if mapped is not None:
             result.category.sections.extend(mapped.sections)
         if hits:
@@ -116,5 +121,3 @@ class CategoryService(DbService, arm_pb2_grpc.ArmServicer):
             )
         else:
             result.note = f"{made.name}'s sections hold no live passage"
-        result.timings.extend(timings.proto())
-        return result

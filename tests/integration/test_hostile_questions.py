@@ -46,7 +46,11 @@ class Mesh:
 
     def __init__(self, iso: IsolatedMesh) -> None:
         self.iso = iso
-        self.addr = {name: f"127.0.0.1:{iso.base + i}" for i, name in enumerate(SERVICES)}
+        # each service's contract port, moved by the isolated mesh's base port (rulesage.mesh.default_port)
+        self.addr = {
+            s.name: f"127.0.0.1:{iso.base + s.port - mesh_registry.BASE_PORT}"
+            for s in mesh_registry.grpc_services()
+        }
         self.http = httpx.Client(base_url=iso.gateway_url, timeout=120)
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
