@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rulesage.core.metrics import expected_calibration_error, found_at, recall_curve, reliability
 from rulesage.report import write_report
 from rulesage.report.pages import page_names
@@ -225,3 +227,10 @@ def test_curves_and_reliability() -> None:
     bins = reliability([(0.05, False), (0.15, False), (0.95, True), (1.0, True)])
     assert [(b.lo, b.n, b.observed) for b in bins] == [(0.0, 1, 0.0), (0.1, 1, 0.0), (0.9, 2, 1.0)]
     assert abs(expected_calibration_error(bins) - (0.05 + 0.15 + 0.05 + 0.0) / 4) < 1e-9
+
+
+def test_cli_refuses_a_report_for_beir(capsys: pytest.CaptureFixture[str]) -> None:
+    from rulesage.cli import main
+
+    assert main(["eval", "--beir", "scifact", "--report", "out"]) == 2
+    assert "--report is for gold questions" in capsys.readouterr().err
