@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import runpy
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -123,19 +124,33 @@ def cmd_ask(ns: argparse.Namespace) -> int:
 def cmd_eval(ns: argparse.Namespace) -> int:
     from rulesage import evaluation
 
+    trace: evaluation.Trace | None = None
     if ns.beir:
+        if ns.report:
+            print("rulesage eval: --report is for gold questions (--shelf and --gold)", file=sys.stderr)
+            return 2
         report = evaluation.run_beir(Path(ns.beir), limit=ns.limit)
     else:
         if not ns.shelf or not ns.gold:
             print("rulesage eval: --shelf and --gold are required (or --beir DIR)", file=sys.stderr)
             return 2
+        trace = evaluation.Trace() if ns.report else None
         report = evaluation.run_gold(
-            Path(ns.shelf), Path(ns.gold), answer=not ns.no_answer, limit=ns.limit, games=ns.game
+            Path(ns.shelf), Path(ns.gold), answer=not ns.no_answer, limit=ns.limit, games=ns.game, trace=trace
         )
     if ns.json:
         _print_json(report)
     else:
         print(evaluation.report_text(report))
+    if trace is not None:
+        from rulesage.report import write_report
+
+        command = shlex.join(["rulesage", *getattr(ns, "argv", sys.argv[1:])])
+        index = write_report(
+            Path(ns.report), report, trace.rows, command=command, threshold=trace.threshold or None
+        )
+        # stdout stays the eval's own output (only JSON with --json): the report's path goes to stderr
+        print(f"report: {index.resolve()}", file=sys.stderr)
     return 0
 
 
@@ -212,6 +227,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-answer", action="store_true", help="retrieval only: skip the answering stage")
     s.add_argument("--limit", type=int, default=0, help="only the first N questions (0: all)")
     s.add_argument("--game", action="append", help="only this game's questions and books (repeatable)")
+    s.add_argument(
+        "--report",
+        metavar="DIR",
+        help="also write an HTML report to DIR (index.html, plots, a page per question); its path on stderr",
+    )
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_eval)
 
@@ -249,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["train-reranker"]:
         return cmd_train_reranker(argparse.Namespace(), argv[1:])
     ns = build_parser().parse_args(argv)
+    ns.argv = argv  # the command as typed, for what a report says produced it
     from rulesage.config import ConfigError
     from rulesage.db import DatabaseError
 

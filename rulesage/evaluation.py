@@ -10,22 +10,44 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rulesage import db, launcher, telemetry
+from rulesage import mesh as registry  # the registry (``mesh()`` below is the run's mesh)
 from rulesage.arms import ArmClient
 from rulesage.core import rrf
-from rulesage.core.metrics import auc, calibrate_threshold, first_rank, found, pct, supports_evidence
+from rulesage.core.metrics import (
+    auc,
+    calibrate_threshold,
+    first_rank,
+    found,
+    found_at,
+    pct,
+    supports_evidence,
+)
 from rulesage.core.models import degraded
 from rulesage.road import Road, SearchOutcome, passage_dict
 from rulesage.store import passages
 
 KS = (8, 80)
+
+
+@dataclass
+class Trace:
+    """What the report needs beyond the summary (``rulesage eval --report``): each question's row with a
+    ``detail`` (the question, its gold evidence, the fused order, the kept passages, the reranked order's ids,
+    the ruling and the wrench), how the mesh was reached, and the answerer's abstain threshold."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    mesh_was_running: bool = False
+    threshold: dict[str, Any] = field(default_factory=dict)
 
 
 def load_gold(path: Path) -> list[dict[str, Any]]:
@@ -131,7 +153,9 @@ class Arms:
 
 
 # -- the gold run ----------------------------------------------------------------------------------
-async def _gold(url: str, gold: list[dict[str, Any]], answer: bool) -> dict[str, Any]:
+async def _gold(
+    url: str, gold: list[dict[str, Any]], answer: bool, trace: Trace | None = None
+) -> dict[str, Any]:
     telemetry.setup("eval")
     road = Road(url)
     arms = Arms(url)
@@ -145,6 +169,8 @@ async def _gold(url: str, gold: list[dict[str, Any]], answer: bool) -> dict[str,
             by_rerank = sorted(
                 fused, key=lambda p: -(p["rerank_score"] if p["rerank_score"] is not None else -1e9)
             )
+            # the reader's own order: only the candidates it scored
+            scored = [p for p in by_rerank if p["rerank_score"] is not None]
             row: dict[str, Any] = {
                 "id": q["id"],
                 "game": q["game"],
@@ -164,6 +190,11 @@ async def _gold(url: str, gold: list[dict[str, Any]], answer: bool) -> dict[str,
                 row["found_80"] = found(fused[:80], q)
                 row["rank_fused"] = first_rank(fused[:10], q)
                 row["rank_reranked"] = first_rank(by_rerank[:10], q)
+                # the depth each order first finds the gold passage at (recall@k curves), and whether the kept
+                # 8 hold it whatever the rerank did (the report's misses)
+                row["k_fused"] = found_at(fused[:80], q)
+                row["k_reranked"] = found_at(scored, q) if reranked else None
+                row["in_kept_8"] = found(kept, q)
                 lists = await arms.lists(q["game"], q["question"])
                 row["arms"] = {}
                 for name, ids in lists.items():
@@ -172,6 +203,7 @@ async def _gold(url: str, gold: list[dict[str, Any]], answer: bool) -> dict[str,
                         "found_8": found(ps[:8], q),
                         "found_80": found(ps, q),
                         "rank": first_rank(ps[:10], q),
+                        "k": found_at(ps, q),
                     }
             for t in out.timings:
                 stage_ms[t["stage"]].append(t["ms"])
@@ -179,6 +211,7 @@ async def _gold(url: str, gold: list[dict[str, Any]], answer: bool) -> dict[str,
             fusion_call = [a["ms"] for a in out.wrench.get("arms", [])]
             if fusion_call:
                 stage_ms["arms_max"].append(max(fusion_call))
+            ruling: dict[str, Any] | None = None
             if answer:
                 t0 = time.perf_counter()
                 ruling = await road.answer(out, store=False)
@@ -199,11 +232,42 @@ async def _gold(url: str, gold: list[dict[str, Any]], answer: bool) -> dict[str,
                 row["invalid_citations"] = invalid
                 row["confidence"] = float(ruling["wrench"].get("answer", {}).get("confidence") or 0.0)
                 row["answered_correctly"] = correct and ruling["verdict"] == "answered"
+            if trace is not None:
+                row["detail"] = _detail(q, fused, kept, scored, out.wrench, ruling)
             rows.append(row)
     finally:
         await road.close()
         await arms.close()
+    if trace is not None:
+        trace.rows = rows
     return summarise(rows, stage_ms, answer)
+
+
+def _detail(
+    q: dict[str, Any],
+    fused: list[dict[str, Any]],
+    kept: list[dict[str, Any]],
+    scored: list[dict[str, Any]],
+    wrench: dict[str, Any],
+    ruling: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """One question as its report page shows it. The fused order is kept without texts (ids, ranks and
+    scores); the passage that held the answer in it is kept whole, so a miss shows what the reader passed
+    over."""
+    gold_rank = first_rank(fused[:80], q) if q["answerable"] else None
+    full = ruling["wrench"] if ruling is not None else wrench
+    return {
+        "question": q["question"],
+        "evidence": q.get("evidence", []),
+        "gold_answer": q.get("answer"),
+        "fused": [{k: v for k, v in p.items() if k != "text"} for p in fused[:80]],
+        "kept": kept,
+        "reranked_ids": [p["id"] for p in scored],
+        "gold_passage": {**fused[gold_rank - 1], "fused_rank": gold_rank} if gold_rank else None,
+        "ruling": {k: ruling[k] for k in ("verdict", "answer", "citations", "models")} if ruling else None,
+        # the candidates and timings are long and shown elsewhere (the fused order) or not at all
+        "wrench": {k: v for k, v in full.items() if k not in ("candidates", "timings")},
+    }
 
 
 def degraded_stages(wrench: dict[str, Any]) -> list[str]:
@@ -327,11 +391,46 @@ def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answ
     return report
 
 
+def answer_threshold(backends: set[str], mesh_was_running: bool) -> dict[str, Any]:
+    """The extractive backend's abstain threshold as the answer service's settings read it here.
+
+    Neither the ruling nor its wrench carries the threshold, so it cannot be known from the outside: this is
+    the value the answer service would read from this process's environment (RULESAGE_EXTRACTIVE_THRESHOLD,
+    else its default), which is the one a mesh brought up for the run was started with. ``backends`` are the
+    answer models the rulings name; the threshold applies only to an extractive one."""
+    svc = registry.get("answer").module
+    env = os.environ.get("RULESAGE_EXTRACTIVE_THRESHOLD", "").strip()
+    source = f"RULESAGE_EXTRACTIVE_THRESHOLD={env}" if env else "the answer service's default (unset)"
+    try:
+        value = float(registry.load_entry(f"{svc}.settings:AnswerSettings")().rulesage_extractive_threshold)
+    except Exception:  # a setting for another backend that does not validate here: the shipped default
+        value = float(registry.load_entry(f"{svc}.settings:DEFAULT_EXTRACTIVE_THRESHOLD"))
+        source = "the answer service's default (its settings do not load in this process)"
+    extractive = not backends or any(b.startswith("extractive") for b in backends)
+    note = "not in the wrench: read from the settings, not from the service that answered"
+    if mesh_was_running:
+        note += "; the mesh was already running and may have been started with another value"
+    if not extractive:
+        note += "; the rulings name no extractive backend, so it did not apply"
+    return {
+        "value": value,
+        "source": source,
+        "applies": extractive,
+        "backends": sorted(backends),
+        "note": note,
+    }
+
+
 def run_gold(
-    shelf: Path, gold_path: Path, answer: bool = True, limit: int = 0, games: list[str] | None = None
+    shelf: Path,
+    gold_path: Path,
+    answer: bool = True,
+    limit: int = 0,
+    games: list[str] | None = None,
+    trace: Trace | None = None,
 ) -> dict[str, Any]:
     """Every gold question (of ``games`` only, when given, with only their books ingested) asked through the
-    real mesh."""
+    real mesh. ``trace``, when given, is filled with what a report needs beyond the summary."""
     gold = load_gold(gold_path)
     if games:
         gold = [q for q in gold if q["game"] in games]
@@ -340,8 +439,17 @@ def run_gold(
     ingest = ensure_shelf(shelf, games)
     url = db.database_url()
     cov, misses = coverage(url, gold)
+    if trace is not None:
+        trace.mesh_was_running = launcher.read_state() is not None
     with mesh():
-        report = asyncio.run(_gold(url, gold, answer))
+        report = asyncio.run(_gold(url, gold, answer, trace))
+    if trace is not None and answer:
+        backends = {
+            r["detail"]["ruling"]["models"].get("answer", "")
+            for r in trace.rows
+            if r["detail"]["ruling"] and r["detail"]["ruling"]["models"].get("answer")
+        }
+        trace.threshold = answer_threshold(backends, trace.mesh_was_running)
     return {"coverage": round(cov, 4), "coverage_misses": misses, **report, "ingest": ingest}
 
 

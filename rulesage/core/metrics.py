@@ -1,4 +1,5 @@
-"""Retrieval and answer metrics (pure): the gold matching rule, recall, MRR ranks, percentiles, AUC, nDCG.
+"""Retrieval and answer metrics (pure): the gold matching rule, recall, MRR ranks, percentiles, AUC, nDCG,
+recall@k curves and reliability bins.
 
 A passage supports an evidence item when it is from the item's document, its page span holds the item's page
 (when both have pages), and it holds the whole normalised quote or a run of 8 of its words
@@ -42,6 +43,61 @@ def first_rank(passages: list[dict[str, Any]], q: dict[str, Any]) -> int | None:
         if any(supports_evidence(p, ev) for ev in q["evidence"]):
             return i
     return None
+
+
+def found_at(passages: list[dict[str, Any]], q: dict[str, Any]) -> int | None:
+    """The smallest k with ``found(passages[:k], q)`` (None when the whole list does not find it): the first
+    supporting passage, or with ``all`` the deepest of each evidence item's first supporting passage."""
+    firsts = []
+    for ev in q["evidence"]:
+        first = next((i for i, p in enumerate(passages, 1) if supports_evidence(p, ev)), None)
+        if q.get("all") and first is None:
+            return None
+        if first is not None:
+            firsts.append(first)
+    if not firsts:
+        return None
+    return max(firsts) if q.get("all") else min(firsts)
+
+
+def recall_curve(ranks: Sequence[int | None], ks: Sequence[int]) -> list[float]:
+    """Recall@k for each k in ``ks``, from each question's ``found_at`` rank (None: never found)."""
+    n = len(ranks) or 1
+    return [sum(1 for r in ranks if r is not None and r <= k) / n for k in ks]
+
+
+@dataclass(frozen=True)
+class ReliabilityBin:
+    lo: float
+    hi: float
+    n: int
+    mean_score: float
+    observed: float  # share of the bin's questions with the outcome
+
+
+def reliability(pairs: Sequence[tuple[float, bool]], bins: int = 10) -> list[ReliabilityBin]:
+    """Equal-width bins of a score in [0, 1] (a score of 1 falls in the last bin), each with its mean score
+    and the share of its questions whose outcome held; empty bins are left out."""
+    grouped: list[list[tuple[float, bool]]] = [[] for _ in range(bins)]
+    for score, ok in pairs:
+        grouped[min(bins - 1, max(0, int(score * bins)))].append((score, ok))
+    return [
+        ReliabilityBin(
+            i / bins,
+            (i + 1) / bins,
+            len(g),
+            sum(s for s, _ in g) / len(g),
+            sum(1 for _, ok in g if ok) / len(g),
+        )
+        for i, g in enumerate(grouped)
+        if g
+    ]
+
+
+def expected_calibration_error(bins: Sequence[ReliabilityBin]) -> float:
+    """The bins' |mean score - observed share|, weighted by their share of the questions."""
+    total = sum(b.n for b in bins)
+    return sum(b.n * abs(b.mean_score - b.observed) for b in bins) / total if total else 0.0
 
 
 def pct(values: list[float]) -> dict[str, float]:

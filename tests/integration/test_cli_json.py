@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,14 +24,36 @@ def test_json_commands_print_only_json(tmp_path: Path) -> None:
         assert ingest.returncode == 0, ingest.stderr
         assert json.loads(ingest.stdout)["documents"] == 2
 
-        # eval brings a mesh up for the run and takes it down: its notices must not reach stdout
+        # eval brings a mesh up for the run and takes it down: its notices must not reach stdout, nor does
+        # the report's path (stderr)
         gold = str(FIXTURES / "tiny-gold.jsonl")
-        ev = mesh.cli("eval", "--shelf", str(shelf), "--gold", gold, "--json", timeout=900)
+        out = tmp_path / "report"
+        ev = mesh.cli(
+            "eval", "--shelf", str(shelf), "--gold", gold, "--json", "--report", str(out), timeout=900
+        )
         assert ev.returncode == 0, ev.stderr[-3000:]
         report = json.loads(ev.stdout)
         assert report["n"] == 2 and report["invalid_citations"] == 0
         assert report["coverage"] == 1.0, report["coverage_misses"]  # both quotes found in the current books
         assert report["degraded"] == {"arm": 0, "fusion": 0, "rerank": 0, "answer": 0}
         assert "RuleSage is up" in ev.stderr and "RuleSage stopped" in ev.stderr
+        check_report(out, ev.stderr, report)
     finally:
         mesh.cli("down")
+
+
+def check_report(out: Path, stderr: str, report: dict[str, Any]) -> None:
+    """The HTML report of that run: its path on stderr, the recall plot, a page per question, and each miss
+    (passage not kept, wrong abstain) linked to its page."""
+    index = out / "index.html"
+    assert f"report: {index.resolve()}" in stderr
+    html = index.read_text()
+    assert (out / "plots" / "recall.svg").is_file() and 'src="plots/recall.svg"' in html
+    assert (out / "plots" / "confidence.svg").is_file() and (out / "plots" / "reliability.svg").is_file()
+    assert "rulesage eval --shelf" in html  # the command that produced it
+    for qid in ("tiny-1", "tiny-2"):
+        page = (out / "rulings" / f"{qid}.html").read_text()
+        assert 'id="kept"' in page and 'id="arm-states"' in page and "lexical" in page
+    missed = {m["id"] for m in report["misses_at_8"]}
+    for qid in missed:
+        assert f'href="rulings/{qid}.html"' in html.split('id="not-kept"')[1].split('id="wrong-abstains"')[0]
