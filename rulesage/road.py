@@ -386,6 +386,11 @@ class Road:
             "attempts": res.attempts,
             "rejections": list(res.rejections),
             "confidence": round(res.confidence, 4),
+            **(
+                {"threshold": round(res.threshold, 4), "threshold_source": res.threshold_source}
+                if res.threshold_source
+                else {}
+            ),
         }
         return VERDICTS.get(res.verdict, "unavailable"), res.answer, citations, info
 

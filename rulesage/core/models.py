@@ -80,7 +80,9 @@ class RerankInfo(StageInfo):
 class AnswerInfo(StageInfo):
     attempts: int = 0
     rejections: list[str] = Field(default_factory=list)
-    confidence: float | None = None
+    confidence: float | None = None  # the answerability score (extractive: the best sentence's relevance)
+    threshold: float | None = None  # the backend abstains under it
+    threshold_source: str = ""  # where the threshold was calibrated
 
 
 class Candidate(_Model):

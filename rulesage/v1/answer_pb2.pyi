@@ -66,7 +66,7 @@ class Citation(_message.Message):
     def __init__(self, passage_id: _Optional[int] = ..., quote: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., page: _Optional[int] = ..., doc_key: _Optional[str] = ..., doc_title: _Optional[str] = ..., doc_version: _Optional[str] = ..., rule_id: _Optional[str] = ...) -> None: ...
 
 class AnswerResult(_message.Message):
-    __slots__ = ("verdict", "answer", "citations", "model", "attempts", "rejections", "confidence", "timings")
+    __slots__ = ("verdict", "answer", "citations", "model", "attempts", "rejections", "confidence", "timings", "threshold", "threshold_source")
     VERDICT_FIELD_NUMBER: _ClassVar[int]
     ANSWER_FIELD_NUMBER: _ClassVar[int]
     CITATIONS_FIELD_NUMBER: _ClassVar[int]
@@ -75,6 +75,8 @@ class AnswerResult(_message.Message):
     REJECTIONS_FIELD_NUMBER: _ClassVar[int]
     CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     TIMINGS_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLD_SOURCE_FIELD_NUMBER: _ClassVar[int]
     verdict: Verdict
     answer: str
     citations: _containers.RepeatedCompositeFieldContainer[Citation]
@@ -83,4 +85,6 @@ class AnswerResult(_message.Message):
     rejections: _containers.RepeatedScalarFieldContainer[str]
     confidence: float
     timings: _containers.RepeatedCompositeFieldContainer[_common_pb2.StageTiming]
-    def __init__(self, verdict: _Optional[_Union[Verdict, str]] = ..., answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., model: _Optional[str] = ..., attempts: _Optional[int] = ..., rejections: _Optional[_Iterable[str]] = ..., confidence: _Optional[float] = ..., timings: _Optional[_Iterable[_Union[_common_pb2.StageTiming, _Mapping]]] = ...) -> None: ...
+    threshold: float
+    threshold_source: str
+    def __init__(self, verdict: _Optional[_Union[Verdict, str]] = ..., answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., model: _Optional[str] = ..., attempts: _Optional[int] = ..., rejections: _Optional[_Iterable[str]] = ..., confidence: _Optional[float] = ..., timings: _Optional[_Iterable[_Union[_common_pb2.StageTiming, _Mapping]]] = ..., threshold: _Optional[float] = ..., threshold_source: _Optional[str] = ...) -> None: ...

@@ -68,7 +68,7 @@ def ruling_result(ruling: ValidatedAnswer) -> answer_pb2.AnswerResult:
     )
 
 
-def result_of(outcome: loop.Outcome) -> answer_pb2.AnswerResult:
+def result_of(outcome: loop.Outcome, backend: object | None = None) -> answer_pb2.AnswerResult:
     if outcome.ruling is not None:
         result = ruling_result(outcome.ruling)
     elif outcome.unavailable is not None:
@@ -83,6 +83,11 @@ def result_of(outcome: loop.Outcome) -> answer_pb2.AnswerResult:
     result.rejections.extend(outcome.rejections)
     if outcome.confidence is not None:
         result.confidence = max(0.0, min(1.0, outcome.confidence))
+    # the answerability threshold, for the backends that abstain by one (the extractive default)
+    threshold = getattr(backend, "threshold", None)
+    if isinstance(threshold, float | int):
+        result.threshold = float(threshold)
+        result.threshold_source = str(getattr(backend, "threshold_source", ""))
     return result
 
 
@@ -192,6 +197,6 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"answer service saturated: {exc}")
         for stage, ms in outcome.timings:
             timings.add(stage, ms)
-        result = result_of(outcome)
+        result = result_of(outcome, self.backend)
         result.timings.extend(timings.proto())
         return result

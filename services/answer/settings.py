@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Literal
 
@@ -9,9 +10,22 @@ from pydantic import model_validator
 
 from rulesage.config import CommonSettings
 
-# Below this best-sentence score the extractive backend abstains (rulesage.core.metrics.calibrate_threshold
-# fits one from scored questions).
-DEFAULT_EXTRACTIVE_THRESHOLD = 0.45
+# Below the best-sentence score this file names, the extractive backend abstains. It is written by
+# scripts/calibrate_abstain.py from the training questions through the real road, never from an evaluation.
+CALIBRATION = Path(__file__).resolve().parent / "calibration.json"
+
+
+def calibrated_threshold(path: Path = CALIBRATION) -> tuple[float, str]:
+    """The shipped threshold and a line saying where it was calibrated (a missing or broken file is a
+    packaging error, reported at start)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        value = float(data["threshold"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"the answerer's calibration {path} is missing or unreadable: {exc}") from None
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"the answerer's calibration {path} holds threshold {value}, outside [0, 1]")
+    return value, f"{data.get('calibrated_on', '?')}, {data.get('when', '?')}"
 
 
 class AnswerSettings(CommonSettings):
@@ -24,8 +38,9 @@ class AnswerSettings(CommonSettings):
     rulesage_answer_max_queue: int = 6
     # Characters of surrounding section text shown around the passages, shared between them ("read big").
     rulesage_answer_context_chars: int = 6000
-    # extractive: abstain when the best sentence's relevance (in [0, 1]) is below this.
-    rulesage_extractive_threshold: float = DEFAULT_EXTRACTIVE_THRESHOLD
+    # extractive: abstain when the best sentence's relevance (in [0, 1]) is below this; unset: the calibrated
+    # threshold of calibration.json.
+    rulesage_extractive_threshold: float | None = None
     # llama-cpp: a local GGUF instruct model.
     rulesage_llama_model_path: str = ""
     rulesage_llama_ctx: int = 8192
@@ -47,6 +62,15 @@ class AnswerSettings(CommonSettings):
             raise ValueError("the openai backend needs RULESAGE_OPENAI_BASE_URL and RULESAGE_OPENAI_MODEL")
         if self.rulesage_answer_concurrency < 1 or self.rulesage_answer_max_queue < 0:
             raise ValueError("RULESAGE_ANSWER_CONCURRENCY must be >= 1 and RULESAGE_ANSWER_MAX_QUEUE >= 0")
-        if not 0.0 <= self.rulesage_extractive_threshold <= 1.0:
+        threshold = self.rulesage_extractive_threshold
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ValueError("RULESAGE_EXTRACTIVE_THRESHOLD must be in [0, 1]")
+        if self.rulesage_answer_backend == "extractive":
+            self.extractive_threshold()  # fail at start when the shipped calibration is unreadable
         return self
+
+    def extractive_threshold(self) -> tuple[float, str]:
+        """The threshold the extractive backend abstains under, and where it comes from."""
+        if self.rulesage_extractive_threshold is not None:
+            return self.rulesage_extractive_threshold, "RULESAGE_EXTRACTIVE_THRESHOLD"
+        return calibrated_threshold()

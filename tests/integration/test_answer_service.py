@@ -30,7 +30,7 @@ from rulesage.db import database_url, migrate
 from rulesage.v1 import answer_pb2, answer_pb2_grpc, common_pb2
 from services.answer.context import PgLibrary
 from services.answer.server import AnswerService
-from services.answer.settings import AnswerSettings
+from services.answer.settings import AnswerSettings, calibrated_threshold
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -286,6 +286,10 @@ def test_extractive_over_grpc_quotes_the_book_byte_exact_and_abstains_when_silen
         assert c.rule_id == next(p.rule_id for p in kept if p.id == c.passage_id)
     assert any(c.rule_id == "702.19b" for c in answered.citations)
     assert 0.0 < answered.confidence <= 1.0
+    # the threshold it abstains under, and where it was calibrated, travel with every answer
+    threshold, source = calibrated_threshold()
+    assert (answered.threshold, answered.threshold_source) == (pytest.approx(threshold), source)
+    assert "training questions" in source and silent.threshold == answered.threshold
     assert {t.stage for t in answered.timings} >= {"answer.context", "answer.run", "answer.generate"}
 
     assert silent.verdict == answer_pb2.NOT_IN_BOOK, silent

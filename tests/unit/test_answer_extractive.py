@@ -234,3 +234,24 @@ def test_stored_sentence_vectors_stand_in_for_embedding_the_sentences(scorer: Bi
         assert scorer.score_sentences(q, [(dataclasses.replace(MOVE, sentence_vectors=bad), per[0][1])]) == (
             pytest.approx(fresh[: len(per[0][1])], abs=1e-5)
         )
+
+
+def test_the_threshold_comes_from_the_shipped_calibration_unless_overridden(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from services.answer.settings import CALIBRATION, AnswerSettings, calibrated_threshold
+
+    shipped = json.loads(CALIBRATION.read_text(encoding="utf-8"))
+    value, source = AnswerSettings().extractive_threshold()
+    assert value == shipped["threshold"] and "training questions" in source and shipped["when"] in source
+    assert AnswerSettings(rulesage_extractive_threshold=0.3).extractive_threshold() == (
+        0.3,
+        "RULESAGE_EXTRACTIVE_THRESHOLD",
+    )
+    broken = tmp_path / "calibration.json"
+    broken.write_text("{}", encoding="utf-8")
+    with pytest.raises(ValueError, match="missing or unreadable"):
+        calibrated_threshold(broken)
+    broken.write_text('{"threshold": 7}', encoding="utf-8")
+    with pytest.raises(ValueError, match="outside"):
+        calibrated_threshold(broken)

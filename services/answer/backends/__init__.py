@@ -31,4 +31,5 @@ def make_backend(settings: AnswerSettings) -> Backend:
         )
     from services.answer.backends.extractive import ExtractiveBackend
 
-    return ExtractiveBackend(settings.rulesage_extractive_threshold)
+    threshold, source = settings.extractive_threshold()
+    return ExtractiveBackend(threshold, threshold_source=source)

@@ -246,8 +246,9 @@ def choose(ranked: Sequence[Candidate], threshold: float) -> RawAnswer:
 class ExtractiveBackend:
     """No language model: it never asks for tools, and a retry gets the same (deterministic) answer."""
 
-    def __init__(self, threshold: float, scorer: Scorer | None = None) -> None:
+    def __init__(self, threshold: float, scorer: Scorer | None = None, threshold_source: str = "") -> None:
         self.threshold = threshold
+        self.threshold_source = threshold_source or "given by the caller"
         self.scorer = scorer or default_scorer()
         self.identity = f"extractive:{self.scorer.identity}"
 
