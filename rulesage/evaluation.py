@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import sys
 import time
 from collections import defaultdict
@@ -20,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from rulesage import db, launcher, telemetry
-from rulesage import mesh as registry  # the registry (``mesh()`` below is the run's mesh)
 from rulesage.arms import ArmClient
 from rulesage.core import rrf
 from rulesage.core.metrics import (
@@ -391,34 +389,30 @@ def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answ
     return report
 
 
-def answer_threshold(backends: set[str], mesh_was_running: bool) -> dict[str, Any]:
-    """The extractive backend's abstain threshold as the answer service's settings read it here.
-
-    Neither the ruling nor its wrench carries the threshold, so it cannot be known from the outside: this is
-    the value the answer service would read from this process's environment (RULESAGE_EXTRACTIVE_THRESHOLD,
-    else its default), which is the one a mesh brought up for the run was started with. ``backends`` are the
-    answer models the rulings name; the threshold applies only to an extractive one."""
-    svc = registry.get("answer").module
-    env = os.environ.get("RULESAGE_EXTRACTIVE_THRESHOLD", "").strip()
-    source = f"RULESAGE_EXTRACTIVE_THRESHOLD={env}" if env else "the answer service's default (unset)"
-    try:
-        value = float(registry.load_entry(f"{svc}.settings:AnswerSettings")().rulesage_extractive_threshold)
-    except Exception:  # a setting for another backend that does not validate here: the shipped default
-        value = float(registry.load_entry(f"{svc}.settings:DEFAULT_EXTRACTIVE_THRESHOLD"))
-        source = "the answer service's default (its settings do not load in this process)"
-    extractive = not backends or any(b.startswith("extractive") for b in backends)
-    note = "not in the wrench: read from the settings, not from the service that answered"
-    if mesh_was_running:
-        note += "; the mesh was already running and may have been started with another value"
-    if not extractive:
-        note += "; the rulings name no extractive backend, so it did not apply"
-    return {
-        "value": value,
-        "source": source,
-        "applies": extractive,
-        "backends": sorted(backends),
-        "note": note,
+def answer_threshold(rulings: list[dict[str, Any]]) -> dict[str, Any]:
+    """The abstain threshold the answer service used, as every ruling's wrench names it (with where it was
+    calibrated); rulings of a backend without one (the language models abstain on their own) name none."""
+    seen = {
+        (float(a["threshold"]), str(a.get("threshold_source", "")))
+        for r in rulings
+        if (a := (r.get("wrench") or {}).get("answer") or {}).get("threshold") is not None
     }
+    backends = sorted({str((r.get("models") or {}).get("answer", "")) for r in rulings} - {""})
+    if not seen:
+        return {
+            "value": None,
+            "source": "",
+            "applies": False,
+            "backends": backends,
+            "note": "no ruling names a threshold: the backend that answered abstains without one",
+        }
+    (value, source), *others = sorted(seen)
+    note = "from the rulings' wrench"
+    if others:
+        note += (
+            f"; the rulings name {len(seen)} thresholds (the mesh changed during the run), the lowest shown"
+        )
+    return {"value": value, "source": source, "applies": True, "backends": backends, "note": note}
 
 
 def run_gold(
@@ -444,12 +438,9 @@ def run_gold(
     with mesh():
         report = asyncio.run(_gold(url, gold, answer, trace))
     if trace is not None and answer:
-        backends = {
-            r["detail"]["ruling"]["models"].get("answer", "")
-            for r in trace.rows
-            if r["detail"]["ruling"] and r["detail"]["ruling"]["models"].get("answer")
-        }
-        trace.threshold = answer_threshold(backends, trace.mesh_was_running)
+        trace.threshold = answer_threshold(
+            [r["detail"]["ruling"] for r in trace.rows if r["detail"]["ruling"]]
+        )
     return {"coverage": round(cov, 4), "coverage_misses": misses, **report, "ingest": ingest}
 
 

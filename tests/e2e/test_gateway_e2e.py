@@ -46,17 +46,15 @@ from rulesage.doorman_report import stored_report  # noqa: E402
 
 @pytest.fixture(scope="module")
 def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IsolatedMesh]:
-    with (
-        isolated_mesh(
-            tmp_path_factory.mktemp("e2e"),
-            FIXTURES / "e2e-shelf.toml",
-            RULESAGE_ADMIN_TOKEN=TOKEN,
-            RULESAGE_ASK_RATE="1000/minute",  # these asks outrun a player's limit, tested on its own
-            RULESAGE_SWEEP_INTERVAL_S="0.5",
-            RULESAGE_SWEEP_GRACE_S="0",
-            RULESAGE_TRACE_URL="http://localhost:16686/trace/{trace_id}",
-        ) as m
-    ):
+    with isolated_mesh(
+        tmp_path_factory.mktemp("e2e"),
+        FIXTURES / "e2e-shelf.toml",
+        RULESAGE_ADMIN_TOKEN=TOKEN,
+        RULESAGE_ASK_RATE="1000/minute",  # these asks outrun a player's limit, tested on its own
+        RULESAGE_SWEEP_INTERVAL_S="0.5",
+        RULESAGE_SWEEP_GRACE_S="0",
+        RULESAGE_TRACE_URL="http://localhost:16686/trace/{trace_id}",
+    ) as m:
         yield m
 
 
