@@ -9,8 +9,11 @@ real road, search and answer, exactly as an ask does; each gives the answerer's 
 answers it. The training guard drops every question that overlaps the evaluation's files. The threshold is
 ``rulesage.core.metrics.calibrate_threshold`` at the product's floors (abstains at least 90 % right and
 catching at least 80 % of the silent questions, answering as many as possible); when no threshold meets
-both floors, the one with the best balanced accuracy (the mean of the answered share of answerable questions
-and the abstained share of silent ones). What was chosen, by which rule, on which questions, goes to
+both floors, the highest that still answers 90 % of the answerable questions: a wrong "not in the book" is
+the failure the product exists to avoid, so the answering floor is the one kept. (Best balanced accuracy,
+the first fallback tried, chose 0.53 on these questions and cut answered-correctly on both gold sets from
+0.50 / 0.58 to 0.34 / 0.39: the silent training questions are easier to tell apart than real ones.)
+What was chosen, by which rule, on which questions, goes to
 ``calibration.json``; the answer service reads it and every ruling's wrench names it.
 """
 
@@ -69,6 +72,13 @@ def training_questions(per_class: int) -> list[dict[str, Any]]:
     silent = sorted((r for r in rows if not r["answerable"]), key=lambda r: _rank(r["question"]))[:per_class]
     answerable = sorted((r for r in rows if r["answerable"]), key=lambda r: _rank(r["question"]))
     return silent + answerable[: len(silent)]
+
+
+def answering_floor(pairs: list[tuple[float, bool]], share: float = 0.9) -> float:
+    """The highest threshold (abstain under it) that still answers ``share`` of the answerable questions."""
+    yes = sorted(s for s, ok in pairs if ok)
+    below = int(len(yes) * (1 - share))  # this many answerable questions may fall under the threshold
+    return yes[below] if yes else 0.0
 
 
 def balanced_best(pairs: list[tuple[float, bool]]) -> float:
@@ -132,10 +142,24 @@ def main() -> int:
         "--per-class", type=int, default=400, help="silent questions at most (as many answerable)"
     )
     ap.add_argument("--out", default=str(CALIBRATION))
+    ap.add_argument("--scores", help="also write every (score, answerable, verdict) here, JSON lines")
+    ap.add_argument(
+        "--from-scores", help="fit from a --scores file of an earlier run instead of asking again"
+    )
     ns = ap.parse_args()
-    rows = training_questions(ns.per_class)
     t0 = time.monotonic()
-    scored = asyncio.run(scores(rows))
+    if ns.from_scores:
+        lines = Path(ns.from_scores).read_text(encoding="utf-8").splitlines()
+        scored = [
+            (float(d["score"]), bool(d["answerable"]), str(d["verdict"])) for d in map(json.loads, lines)
+        ]
+    else:
+        scored = asyncio.run(scores(training_questions(ns.per_class)))
+    if ns.scores and not ns.from_scores:
+        Path(ns.scores).write_text(
+            "".join(json.dumps({"score": s, "answerable": ok, "verdict": v}) + "\n" for s, ok, v in scored),
+            encoding="utf-8",
+        )
     kept = [(s, ok) for s, ok, _ in scored if s == s]  # NaN: a degraded or refused ask measures nothing
     refused = sum(why.startswith("refused") for _, _, why in scored)
     degraded = len(scored) - len(kept) - refused
@@ -146,9 +170,9 @@ def main() -> int:
             "calibrate_threshold at the floors (abstain precision 0.9, recall 0.8)",
         )
     else:
-        threshold, rule = (
-            balanced_best(kept),
-            "best balanced accuracy (no threshold met the 0.9 / 0.8 floors)",
+        threshold = answering_floor(kept)
+        rule = (
+            "the highest that answers 90 % of the answerable (no threshold met the 0.9 / 0.8 abstain floors)"
         )
     report = {
         "threshold": round(threshold, 4),
@@ -161,6 +185,7 @@ def main() -> int:
         "refused_rows": refused,
         "answerability_auc": round(auc([s for s, _ in kept], [int(ok) for _, ok in kept]), 3),
         "figures_at_threshold": figures(kept, threshold),
+        "balanced_accuracy_threshold": round(balanced_best(kept), 4),
         "when": datetime.now(UTC).strftime("%Y-%m-%d"),
         "seconds": round(time.monotonic() - t0, 1),
     }
