@@ -158,3 +158,15 @@ def test_every_shipped_map_parses_and_learns_only_from_the_training_questions(pa
     # from the evaluation's), never questions from anywhere else
     training = _training_questions()
     assert all(" ".join(r["question"].split()) in training for r in rows)
+
+
+def test_the_demo_shelf_names_maps_that_load_with_their_learned_examples() -> None:
+    from rulesage.ingest.categories import read_map
+    from rulesage.ingest.shelf import load_shelf
+
+    shelf = load_shelf(ROOT / "demo" / "shelf.toml")
+    mapped = {g.slug: g.categories for g in shelf.games if g.categories is not None}
+    assert set(mapped) == {"dnd-5e-srd", "blades-in-the-dark"}
+    for slug, path in mapped.items():
+        m = read_map(path, slug)
+        assert m.game == slug and all(c.learned for c in m.categories[:3])
