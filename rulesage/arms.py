@@ -18,6 +18,7 @@ import grpc
 
 from rulesage import mesh, runner
 from rulesage.core.models import StageState
+from rulesage.dbservice import book_words
 from rulesage.telemetry import ARM_FAILURES, tracer
 from rulesage.v1 import arm_pb2, arm_pb2_grpc
 
@@ -54,9 +55,7 @@ class FanOut:
         """The question's own vector: the book-words lane when an alias matched, else the one lane."""
         if self.embed is None or not self.embed.vectors:
             return []
-        lanes = {v.lane: v for v in self.embed.vectors}
-        vec = lanes.get("dense.canonical") or self.embed.vectors[0]
-        return list(vec.values)
+        return list(book_words(self.embed.vectors).values)
 
 
 def describe(exc: BaseException) -> tuple[StageState, str]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import logging
 from typing import Any, TypeVar
 
+import grpc
+
 from rulesage import db
 from rulesage.catalog import Catalog, Game
 from rulesage.config import CommonSettings, load
@@ -41,6 +43,24 @@ class DbService:
 
     async def game(self, slug: str) -> Game:
         return await self.catalog.game(slug)
+
+    async def vector_search(self, request: Any, context: Any) -> Game:
+        """What every arm that reads the question's vectors checks first (an ``ArmRequest``): the question,
+        the game, and that the vectors came (INVALID_ARGUMENT otherwise)."""
+        self.question(request.question)
+        game = await self.game(request.game)
+        if not request.vectors:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"{self.name}.Search needs the question's vectors"
+            )
+        return game
+
+
+def book_words(vectors: Any) -> Any:
+    """Of the question's vectors (``rulesage.v1.Vector``), the one in the book's own words: the canonical lane
+    when an alias matched, else the one lane."""
+    lanes = {v.lane: v for v in vectors}
+    return lanes.get("dense.canonical") or vectors[0]
 
 
 def vector_of(values: Any) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 import numpy as np
 
-from rulesage.dbservice import DbService, vector_of
+from rulesage.dbservice import DbService, book_words, vector_of
 from rulesage.store import vectors as search
 from rulesage.telemetry import Timings
 from rulesage.v1 import arm_pb2, arm_pb2_grpc
@@ -32,14 +32,9 @@ class AisleService(DbService, arm_pb2_grpc.ArmServicer):
     async def Search(
         self, request: arm_pb2.ArmRequest, context: grpc.aio.ServicerContext
     ) -> arm_pb2.ArmResult:
-        self.question(request.question)
-        game = await self.game(request.game)
-        if not request.vectors:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "aisle.Search needs the question's vectors")
+        game = await self.vector_search(request, context)
         # the book's own words serve the aisle best: the canonical lane when an alias matched
-        lanes = {v.lane: v for v in request.vectors}
-        vec = lanes.get("dense.canonical") or request.vectors[0]
-        vector = np.asarray(vector_of(vec.values))
+        vector = np.asarray(vector_of(book_words(request.vectors).values))
         timings = Timings(self.name)
         result = arm_pb2.ArmResult(arm="aisle")
         with timings.stage("aisle.search", game=game.slug) as span:

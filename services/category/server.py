@@ -15,7 +15,7 @@ from pydantic import Field
 from rulesage.catalog import Game
 from rulesage.config import CommonSettings, load
 from rulesage.core import categories
-from rulesage.dbservice import DbService, vector_of
+from rulesage.dbservice import DbService, book_words, vector_of
 from rulesage.store import categories as store
 from rulesage.telemetry import Timings
 from rulesage.v1 import arm_pb2, arm_pb2_grpc
@@ -54,12 +54,7 @@ class CategoryService(DbService, arm_pb2_grpc.ArmServicer):
     async def Search(
         self, request: arm_pb2.ArmRequest, context: grpc.aio.ServicerContext
     ) -> arm_pb2.ArmResult:
-        self.question(request.question)
-        game = await self.game(request.game)
-        if not request.vectors:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, "category.Search needs the question's vectors"
-            )
+        game = await self.vector_search(request, context)
         result = arm_pb2.ArmResult(arm=self.name)
         timings = Timings(self.name)
         with timings.stage("category.search", game=game.slug) as span:
@@ -76,8 +71,7 @@ class CategoryService(DbService, arm_pb2_grpc.ArmServicer):
             result.note = "the category leg is switched off (RULESAGE_CATEGORY_LEG)"
             return
         # the book's words serve the classifier as they serve the aisle: the canonical lane on an alias match
-        lanes = {v.lane: v for v in request.vectors}
-        vector = np.asarray(vector_of((lanes.get("dense.canonical") or request.vectors[0]).values))
+        vector = np.asarray(vector_of(book_words(request.vectors).values))
         with timings.stage("category.classify") as span:
             async with self.pool.connection() as conn:
                 pairs = await store.text_scores(conn, game.id, vector)

@@ -91,10 +91,7 @@ class DenseService(DbService, arm_pb2_grpc.ArmServicer, arm_pb2_grpc.EmbedderSer
     async def Search(
         self, request: arm_pb2.ArmRequest, context: grpc.aio.ServicerContext
     ) -> arm_pb2.ArmResult:
-        self.question(request.question)
-        game = await self.game(request.game)
-        if not request.vectors:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "dense.Search needs the question's vectors")
+        game = await self.vector_search(request, context)
         limit = min(request.limit or DEFAULT_LIMIT, search.MAX_LIMIT)
         timings = Timings(self.name)
         result = arm_pb2.ArmResult(arm="dense")
