@@ -44,31 +44,14 @@ def _rank(text: str) -> str:
 
 def training_questions(per_class: int) -> list[dict[str, Any]]:
     """(game, question, answerable) rows: every silent one (up to ``per_class``), as many answerable."""
-    from services.rerank.train.data import Question, eval_guard
+    from services.rerank.train.data import eval_guard, load_questions
 
     guard = eval_guard()
-    rows: list[dict[str, Any]] = []
-    for path in sorted(ROOT.glob(QUESTIONS)):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            d = json.loads(line)
-            q = d.get("question")
-            if not q or not d.get("game"):
-                continue
-            probe = Question(
-                d["game"],
-                d.get("doc", ""),
-                d.get("page"),
-                d.get("quote") or "",
-                q,
-                "questions",
-                rule=d.get("rule") or "",
-                provenance=d.get("source") or "written",
-            )
-            if guard.touches(probe):
-                continue
-            rows.append({"game": d["game"], "question": q, "answerable": d.get("answerable") is not False})
+    rows = [
+        {"game": q.game, "question": q.question, "answerable": q.answerable}
+        for q in load_questions(str(ROOT / QUESTIONS), silent=True)
+        if not guard.touches(q)
+    ]
     silent = sorted((r for r in rows if not r["answerable"]), key=lambda r: _rank(r["question"]))[:per_class]
     answerable = sorted((r for r in rows if r["answerable"]), key=lambda r: _rank(r["question"]))
     return silent + answerable[: len(silent)]

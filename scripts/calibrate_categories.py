@@ -42,18 +42,13 @@ def main() -> int:
 
     from rulesage import db
     from rulesage.embed import shared_embedder
-    from services.category.learn import HELD_OUT_FOLD, fold, label
+    from services.category.learn import HELD_OUT_FOLD, fold, label, mapped_games
 
     url = db.database_url(start_embedded=True)
     rows: list[dict[str, object]] = []
     with db.connect(url) as conn:
-        games = conn.execute(
-            "SELECT g.slug, g.id FROM games g JOIN category_maps m ON m.game_id = g.id ORDER BY g.slug"
-        ).fetchall()
+        games = mapped_games(conn)
         if not games:
-            print(
-                "no category map is loaded: ingest with --categories data/categories first", file=sys.stderr
-            )
             return 2
         embedder = shared_embedder()
         for slug, game_id in games:
@@ -65,9 +60,7 @@ def main() -> int:
             owners = [r[0] for r in texts]
             matrix = np.stack([np.asarray(r[1].to_numpy(), dtype=np.float32) for r in texts])
             # only the fold no learned example came from: the threshold is never measured on its own examples
-            mine = [
-                x for x in label(conn, slug, int(game_id), ns.questions) if fold(x.question) == HELD_OUT_FOLD
-            ]
+            mine = [x for x in label(conn, slug, game_id, ns.questions) if fold(x.question) == HELD_OUT_FOLD]
             vecs = embedder.embed_queries([x.question for x in mine]) if mine else []
             for x, v in zip(mine, vecs, strict=True):
                 score = cat.scores(cat.cosine_pairs(v, matrix, owners), top=ns.top)

@@ -39,6 +39,19 @@ class Labelled:
     source: str  # 'written', or the URL of the public post
 
 
+def mapped_games(conn: Any) -> list[tuple[str, int]]:
+    """(slug, id) of every game with a loaded category map; an empty list says so on stderr."""
+    games = [
+        (str(r[0]), int(r[1]))
+        for r in conn.execute(
+            "SELECT g.slug, g.id FROM games g JOIN category_maps m ON m.game_id = g.id ORDER BY g.slug"
+        ).fetchall()
+    ]
+    if not games:
+        print("no category map is loaded: ingest with --categories data/categories first", file=sys.stderr)
+    return games
+
+
 def label(conn: Any, slug: str, game_id: int, pattern: str = QUESTIONS) -> list[Labelled]:
     """The game's training questions whose answering passage is on the shelf, with the categories whose
     sections hold it."""
@@ -74,18 +87,13 @@ def main() -> int:
     from rulesage import db
 
     with db.connect(db.database_url(start_embedded=True)) as conn:
-        games = conn.execute(
-            "SELECT g.slug, g.id FROM games g JOIN category_maps m ON m.game_id = g.id ORDER BY g.slug"
-        ).fetchall()
+        games = mapped_games(conn)
         if not games:
-            print(
-                "no category map is loaded: ingest with --categories data/categories first", file=sys.stderr
-            )
             return 2
         for slug, game_id in games:
             rows = [
                 {"category": next(iter(x.categories)), "question": x.question, "source": x.source}
-                for x in label(conn, slug, int(game_id))
+                for x in label(conn, slug, game_id)
                 if len(x.categories) == 1 and fold(x.question) != HELD_OUT_FOLD
             ]
             rows.sort(key=lambda r: (r["category"], r["question"]))

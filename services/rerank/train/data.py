@@ -51,6 +51,7 @@ class Question:
     source: str  # 'questions' | 'pseudo'
     rule: str = ""  # instead of a quote: the numbered rule that decides it (MTG)
     provenance: str = "written"  # 'written', or the URL of the public post the question came from
+    answerable: bool = True  # False: on topic, but the book does not answer it (no quote, no rule)
 
 
 @dataclass
@@ -65,14 +66,31 @@ class Group:
     pool: list[int] = field(default_factory=list)  # the stand-in election's top candidates, best first
 
 
-def load_questions(pattern: str) -> list[Question]:
+def load_questions(pattern: str, silent: bool = False) -> list[Question]:
+    """The training questions with the quote or rule that answers them; with ``silent``, also the ones the
+    book does not answer (``answerable`` False)."""
     out = []
     for path in sorted(glob.glob(pattern)):
         for line in Path(path).read_text().splitlines():
             if not line.strip():
                 continue
             d = json.loads(line)
-            if d.get("answerable") is False or not (d.get("question") and d.get("doc")):
+            if not (d.get("question") and d.get("doc")):
+                continue
+            if d.get("answerable") is False:
+                if silent:
+                    out.append(
+                        Question(
+                            d["game"],
+                            d["doc"],
+                            d.get("page"),
+                            "",
+                            d["question"],
+                            "questions",
+                            provenance=d.get("source") or "written",
+                            answerable=False,
+                        )
+                    )
                 continue
             if d.get("quote") or d.get("rule"):
                 out.append(
