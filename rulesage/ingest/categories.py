@@ -45,41 +45,31 @@ class MapLoad:
     embedded: int  # texts embedded in this run (0 when the stored map was unchanged)
 
 
-def read_map(path: Path, game: str) -> CategoryMap:
-    """The map and, when it names one, its learned examples' file (JSON lines beside it)."""
+def read_map(path: Path, game: str) -> tuple[CategoryMap, str]:
+    """The map with, when it names one, its learned examples (JSON lines beside it), and the sha256 of both
+    files' bytes together: a change to either re-embeds."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+        data = tomllib.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise MapError(f"category map not found: {path}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise MapError(f"{path.name}: not valid TOML: {exc}") from None
+    digest = hashlib.sha256(raw)
     cmap = parse_map(data, path.name, game)
     if cmap.learned is None:
-        return cmap
-    learned = path.parent / cmap.learned
+        return cmap, digest.hexdigest()
     try:
-        lines = learned.read_text(encoding="utf-8").splitlines()
-        rows = [json.loads(line) for line in lines if line.strip()]
+        learned = (path.parent / cmap.learned).read_bytes()
+        rows = [json.loads(line) for line in learned.decode("utf-8").splitlines() if line.strip()]
     except FileNotFoundError:
         raise MapError(f"{path.name}: its learned examples {cmap.learned!r} are missing") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise MapError(f"{cmap.learned}: not JSON lines: {exc}") from None
     if not all(isinstance(r, dict) for r in rows):
         raise MapError(f"{cmap.learned}: every line must be a JSON object")
-    return with_learned(cmap, rows, cmap.learned)
-
-
-def fingerprint(path: Path) -> str:
-    """The map's and its learned file's contents together: a change to either re-embeds."""
-    h = hashlib.sha256(path.read_bytes())
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return h.hexdigest()
-    learned = data.get("learned")
-    if isinstance(learned, str) and (path.parent / learned).is_file():
-        h.update((path.parent / learned).read_bytes())
-    return h.hexdigest()
+    digest.update(learned)
+    return with_learned(cmap, rows, cmap.learned), digest.hexdigest()
 
 
 def resolve(
@@ -109,13 +99,12 @@ def load(
     game_id: int,
     path: Path,
     game: str,
-    sha: str,
     space_id: int,
     embed: Callable[[list[str]], np.ndarray],
 ) -> MapLoad:
     """Validate, resolve and store one game's map (one transaction: the old map stays until this one is
     whole)."""
-    cmap = read_map(path, game)
+    cmap, sha = read_map(path, game)
     rows = conn.execute(PASSAGES_SQL, (game_id,)).fetchall()
     if not rows:
         raise MapError(f"{game}: the game has no passages of its own to map (ingest its books first)")

@@ -319,7 +319,6 @@ class _Run:
                     self.game_ids[g.slug],
                     path,
                     g.slug,
-                    categories.fingerprint(path),
                     self.space_id,
                     self.embedder.embed_queries,
                 )

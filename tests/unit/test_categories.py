@@ -168,5 +168,6 @@ def test_the_demo_shelf_names_maps_that_load_with_their_learned_examples() -> No
     mapped = {g.slug: g.categories for g in shelf.games if g.categories is not None}
     assert set(mapped) == {"dnd-5e-srd", "blades-in-the-dark"}
     for slug, path in mapped.items():
-        m = read_map(path, slug)
+        m, sha = read_map(path, slug)
+        assert len(sha) == 64
         assert m.game == slug and all(c.learned for c in m.categories[:3])
