@@ -56,8 +56,17 @@ class Category:
         """Each text's kind, in the order of ``texts``."""
         return ("description", *("example",) * len(self.examples), *("learned",) * len(self.learned))
 
+    def heading_paths(self) -> list[str]:
+        """The sections as written in the map (and stored): headings joined by " > "."""
+        return [SEPARATOR.join(s) for s in self.sections]
+
     def section_labels(self) -> list[str]:
-        return [SEPARATOR.join(s) for s in self.sections] + [f"rule {r}" for r in self.rules]
+        return labels(self.heading_paths(), self.rules)
+
+
+def labels(heading_paths: Sequence[str], rules: Sequence[str]) -> list[str]:
+    """A category's sections as the wrench shows them: its heading paths, then "rule 603"..."""
+    return [*heading_paths, *(f"rule {r}" for r in rules)]
 
 
 @dataclass(frozen=True)
@@ -65,9 +74,6 @@ class CategoryMap:
     game: str
     categories: tuple[Category, ...]
     learned: str | None = None  # the learned examples' file, relative to the map (services/category/learn.py)
-
-    def names(self) -> list[str]:
-        return [c.name for c in self.categories]
 
 
 def _norm(heading: str) -> str:

@@ -125,7 +125,7 @@ def load(
                 cid = conn.execute(
                     "INSERT INTO categories (game_id, name, description, sections, rules)"
                     " VALUES (%s, %s, %s, %s, %s) RETURNING id",
-                    (game_id, c.name, c.description, [SEPARATOR.join(s) for s in c.sections], list(c.rules)),
+                    (game_id, c.name, c.description, c.heading_paths(), list(c.rules)),
                 ).fetchone()[0]
                 with conn.cursor() as cur:
                     cur.executemany(

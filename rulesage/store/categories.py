@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from rulesage.core.categories import labels
+
 SCORES_SQL = """
 SELECT c.name, 1 - (t.embedding <=> %(v)s)
 FROM category_texts t JOIN categories c ON c.id = t.category_id
@@ -44,7 +46,7 @@ async def category(conn: Any, game_id: int, name: str) -> Mapped | None:
     row = await cur.fetchone()
     if row is None:
         return None
-    return Mapped(int(row[0]), list(row[1]) + [f"rule {r}" for r in row[2]])
+    return Mapped(int(row[0]), labels(row[1], row[2]))
 
 
 async def passages(conn: Any, category_id: int, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
