@@ -41,10 +41,9 @@ KS = (8, 80)
 class Trace:
     """What the report needs beyond the summary (``rulesage eval --report``): each question's row with a
     ``detail`` (the question, its gold evidence, the fused order, the kept passages, the reranked order's ids,
-    the ruling and the wrench), how the mesh was reached, and the answerer's abstain threshold."""
+    the ruling and the wrench), and the answerer's abstain threshold as the rulings name it."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
-    mesh_was_running: bool = False
     threshold: dict[str, Any] = field(default_factory=dict)
 
 
@@ -433,8 +432,6 @@ def run_gold(
     ingest = ensure_shelf(shelf, games)
     url = db.database_url()
     cov, misses = coverage(url, gold)
-    if trace is not None:
-        trace.mesh_was_running = launcher.read_state() is not None
     with mesh():
         report = asyncio.run(_gold(url, gold, answer, trace))
     if trace is not None and answer:
