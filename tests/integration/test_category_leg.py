@@ -52,14 +52,31 @@ def fuse(addr: str, question: str, game: str) -> fusion_pb2.FuseResult:
         )
 
 
+ASPECTS = "Can I invoke the same aspect twice and pay two fate points?"
+
+
+def fuse_with_category(search_mesh, question: str, **settings: str) -> fusion_pb2.FuseResult:  # type: ignore[no-untyped-def]
+    """One Fuse through a category arm of its own, started with ``settings``, and a fusion that asks it."""
+    from services.category.server import CategoryService
+    from services.fusion.server import FusionService
+
+    arm = search_mesh.start("category-own", CategoryService, **settings)
+    try:
+        addr = search_mesh.start("fusion-own", FusionService, RULESAGE_CATEGORY_ADDR=arm)
+        try:
+            return fuse(addr, question, GAME)
+        finally:
+            search_mesh.stop("fusion-own")
+    finally:
+        search_mesh.stop("category-own")
+
+
 def _category(res: fusion_pb2.FuseResult) -> fusion_pb2.ArmStatus:
     return next(a for a in res.arms if a.arm == "category")
 
 
 def test_a_mapped_game_gets_a_classified_list_that_votes(mapped: str, search_mesh) -> None:
-    res = fuse(
-        search_mesh.addr["fusion"], "Can I invoke the same aspect twice and pay two fate points?", GAME
-    )
+    res = fuse(search_mesh.addr["fusion"], ASPECTS, GAME)
     arm = _category(res)
     assert arm.state == OK and arm.hits > 0, arm
     assert arm.category.name == "aspects_and_fate_points", arm.category
@@ -85,18 +102,7 @@ def test_a_game_without_a_map_fuses_as_before(mapped: str, search_mesh) -> None:
 
 
 def test_an_unsure_call_stays_out_of_the_election_and_says_so(mapped: str, search_mesh) -> None:
-    from services.category.server import CategoryService
-    from services.fusion.server import FusionService
-
-    strict = search_mesh.start("category-strict", CategoryService, RULESAGE_CATEGORY_THRESHOLD="1.0")
-    try:
-        addr = search_mesh.start("fusion-strict", FusionService, RULESAGE_CATEGORY_ADDR=strict)
-        try:
-            res = fuse(addr, "Can I invoke the same aspect twice and pay two fate points?", GAME)
-        finally:
-            search_mesh.stop("fusion-strict")
-    finally:
-        search_mesh.stop("category-strict")
+    res = fuse_with_category(search_mesh, ASPECTS, RULESAGE_CATEGORY_THRESHOLD="1.0")
     arm = _category(res)
     assert arm.state == OK and arm.hits == 0
     assert arm.category.name == "" and arm.category.threshold == 1.0
@@ -137,18 +143,7 @@ def test_a_map_naming_a_missing_section_is_rejected_and_the_stored_map_stays(
 
 
 def test_a_game_switched_off_is_called_and_shown_but_casts_no_vote(mapped: str, search_mesh) -> None:
-    from services.category.server import CategoryService
-    from services.fusion.server import FusionService
-
-    off = search_mesh.start("category-off", CategoryService, RULESAGE_CATEGORY_OFF=f"mtg, {GAME}")
-    try:
-        addr = search_mesh.start("fusion-off", FusionService, RULESAGE_CATEGORY_ADDR=off)
-        try:
-            res = fuse(addr, "Can I invoke the same aspect twice and pay two fate points?", GAME)
-        finally:
-            search_mesh.stop("fusion-off")
-    finally:
-        search_mesh.stop("category-off")
+    res = fuse_with_category(search_mesh, ASPECTS, RULESAGE_CATEGORY_OFF=f"mtg, {GAME}")
     arm = _category(res)
     assert arm.state == OK and arm.hits == 0
     assert arm.category.name == "aspects_and_fate_points"
