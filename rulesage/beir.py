@@ -184,6 +184,7 @@ def load_corpus(url: str, folder: Path, embedder: Any = None) -> LoadedCorpus:
         stored = store.stored_document(conn, DOC_KEY)
         with conn.transaction():
             family_id = store.upsert_family(conn, FAMILY)
+            store.mark_retrieval_only(conn, family_id)  # `eval --beir` never reranks or answers
             game_id = store.upsert_game(conn, GAME, family_id)
             if stored is None or stored.sha256 != sha:
                 result = store.write_document(conn, entry, parsed_corpus(abstracts), sha, family_id, game_id)

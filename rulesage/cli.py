@@ -157,7 +157,7 @@ def cmd_eval(ns: argparse.Namespace) -> int:
 def cmd_bench(ns: argparse.Namespace) -> int:
     from rulesage import evaluation
 
-    report = evaluation.run_bench(Path(ns.shelf), Path(ns.gold), rounds=ns.rounds)
+    report = evaluation.run_bench(Path(ns.shelf), Path(ns.gold), rounds=ns.rounds, answer=not ns.no_answer)
     if ns.json:
         _print_json(report)
     else:
@@ -235,10 +235,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_eval)
 
-    s = sub.add_parser("bench", help="latency of the search road over the gold questions")
+    s = sub.add_parser("bench", help="latency of the search road and the answer over the gold questions")
     s.add_argument("--shelf", required=True)
     s.add_argument("--gold", required=True)
     s.add_argument("--rounds", type=int, default=1)
+    s.add_argument("--no-answer", action="store_true", help="time the search road only, not the answer")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_bench)
 

@@ -441,32 +441,49 @@ def run_gold(
     return {"coverage": round(cov, 4), "coverage_misses": misses, **report, "ingest": ingest}
 
 
-def run_bench(shelf: Path, gold_path: Path, rounds: int = 1) -> dict[str, Any]:
+def run_bench(shelf: Path, gold_path: Path, rounds: int = 1, answer: bool = True) -> dict[str, Any]:
+    """Latency over the gold questions through the real mesh: the search span, the road's calls, every stage
+    the services report (each arm, RRF, hydrate, the reader's parts) and, with ``answer``, the answer stage
+    (not stored as a ruling). Each figure is p50/p95 over every question of every round."""
     gold = load_gold(gold_path)
     ensure_shelf(shelf)
     url = db.database_url()
 
-    async def go() -> dict[str, list[float]]:
+    async def go() -> tuple[dict[str, list[float]], dict[str, list[float]], int]:
         road = Road(url)
         times: dict[str, list[float]] = defaultdict(list)
+        stages: dict[str, list[float]] = defaultdict(list)
+        degraded_runs = 0
         try:
             await road.search(gold[0]["game"], gold[0]["question"])  # warm-up, not counted
             for _ in range(rounds):
                 for q in gold:
                     out = await road.search(q["game"], q["question"])
-                    stages = {t["stage"]: t["ms"] for t in out.timings}
                     times["search_span_ms"].append(out.search_ms)
-                    if "road.fuse_call" in stages:
-                        times["arms_fusion_ms"].append(stages["road.fuse_call"])
-                    if "road.rerank_call" in stages:
-                        times["rerank_ms"].append(stages["road.rerank_call"])
+                    if answer:
+                        t0 = time.perf_counter()
+                        ruling = await road.answer(out, store=False)
+                        times["answer_ms"].append((time.perf_counter() - t0) * 1000.0)
+                        degraded_runs += (
+                            bool(degraded_stages(ruling["wrench"])) or ruling["verdict"] == "unavailable"
+                        )
+                    for t in out.timings:
+                        stages[t["stage"]].append(t["ms"])
         finally:
             await road.close()
-        return times
+        return times, stages, degraded_runs
 
     with mesh():
-        times = asyncio.run(go())
-    return {"n": len(gold) * rounds, **{k: pct(v) for k, v in times.items()}}
+        times, stages, degraded_runs = asyncio.run(go())
+    named = {"road.fuse_call": "arms_fusion_ms", "road.rerank_call": "rerank_ms"}
+    for stage, key in named.items():
+        if stage in stages:
+            times[key] = stages[stage]
+    report: dict[str, Any] = {"n": len(gold) * rounds, **{k: pct(v) for k, v in times.items()}}
+    report["stages_ms"] = {k: pct(v) for k, v in sorted(stages.items())}
+    if answer:
+        report["degraded_asks"] = degraded_runs
+    return report
 
 
 # -- BEIR ------------------------------------------------------------------------------------------

@@ -53,6 +53,17 @@ def upsert_family(conn: psycopg.Connection, slug: str) -> int:
     return int(row[0])
 
 
+def mark_retrieval_only(conn: psycopg.Connection, family_id: int) -> None:
+    """A family the arms search but the road never rules on (a BEIR corpus): ingest draws no reader or answer
+    rows for it, and any drawn earlier are dropped."""
+    conn.execute("UPDATE families SET ruled = false WHERE id = %s AND ruled", (family_id,))
+    for table in ("window_states", "sentence_vectors"):
+        conn.execute(
+            f"DELETE FROM {table} t USING passages p WHERE p.id = t.passage_id AND p.family_id = %s",
+            (family_id,),
+        )
+
+
 def upsert_game(conn: psycopg.Connection, game: GameEntry, family_id: int) -> int:
     row = conn.execute(
         "INSERT INTO games (slug, name, family_id) VALUES (%s, %s, %s) ON CONFLICT (slug) DO UPDATE"

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 DIM = 384
 
 MISSING_SQL = """
-SELECT p.id, p.text, p.heading_path FROM live_passages p
+SELECT p.id, p.text, p.heading_path FROM ruled_passages p
 LEFT JOIN sentence_vectors v ON v.passage_id = p.id
 WHERE v.passage_id IS NULL OR v.model <> %s
 ORDER BY p.id

@@ -72,7 +72,7 @@ SET model = EXCLUDED.model, text_sha = EXCLUDED.text_sha, states = EXCLUDED.stat
 """
 # Live passages whose state row is missing or was drawn by another model (FK: only passages that still exist).
 MISSING_SQL = """
-SELECT p.id, p.text FROM live_passages p
+SELECT p.id, p.text FROM ruled_passages p
 LEFT JOIN window_states w ON w.passage_id = p.id
 WHERE w.passage_id IS NULL OR w.model <> %s
 ORDER BY p.id
@@ -110,7 +110,8 @@ COUNT_MISSING_SQL = f"SELECT count(*) FROM ({MISSING_SQL}) AS m"
 
 def draw_missing(url: str, progress: bool = False) -> int:
     """After an ingest: draw the states the configured reranker lacks (RULESAGE_RERANK_* settings). Loads the
-    model only when some are missing; nothing to do for the interim scorer or with stored states off."""
+    model only when some are missing; nothing to do for the interim scorer, with stored states off, or when
+    states are drawn on first read instead (``RULESAGE_RERANK_STATES_AT_INGEST=false``)."""
     import psycopg
 
     from rulesage.config import load
@@ -126,6 +127,8 @@ def draw_missing(url: str, progress: bool = False) -> int:
 
     s = load(RerankSettings)
     if not s.rulesage_rerank_stored_states or s.rulesage_rerank_model == "interim":
+        return 0
+    if not s.rulesage_rerank_states_at_ingest:
         return 0
     path = Path(s.rulesage_rerank_model) if s.rulesage_rerank_model else MODEL_FILE
     if not path.exists():
@@ -154,7 +157,7 @@ def backfill(
     batch: int = 128,
     progress: bool = False,
 ) -> int:
-    """Draw the states of every live passage that lacks current ones (after an ingest); returns how many."""
+    """Draw the states of every ruled passage that lacks current ones (after an ingest); returns how many."""
     import psycopg
 
     from rulesage.indexing import in_batches

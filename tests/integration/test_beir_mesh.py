@@ -87,6 +87,15 @@ def test_load_stores_what_the_real_ingest_stores(url: str, folder: Path, loaded:
             (loaded.document_id,),
         ).fetchone()
         assert bad == (0,)
+        # the road never reranks or answers a BEIR corpus: ingest draws no reader or answer rows for it
+        ruled = conn.execute(
+            "SELECT f.ruled, (SELECT count(*) FROM ruled_passages r WHERE r.family_id = f.id)"
+            " FROM families f WHERE f.slug = 'beir-scifact'"
+        ).fetchone()
+        assert ruled == (False, 0)
+    from services.answer import sentence_index
+
+    assert sentence_index.draw_missing(url) == 0
     # a second load finds the same file stored and embedded: nothing is written or embedded again
     again = beir.load_corpus(url, folder)
     assert (again.loaded, again.embedded, again.document_id) == (False, 0, loaded.document_id)

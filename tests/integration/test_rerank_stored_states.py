@@ -96,6 +96,20 @@ def test_ingest_draws_states_and_the_service_reads_them(shelf_url: str) -> None:
     assert sha == states.text_sha(cands[3].text) and stored_rows(shelf_url) == before
 
 
+def test_states_drawn_on_first_read_leave_ingest_nothing_to_draw(
+    shelf_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cands = live_passages(shelf_url, 6)
+    with psycopg.connect(shelf_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM window_states WHERE passage_id = ANY(%s)", ([c.id for c in cands],))
+    monkeypatch.setenv("RULESAGE_RERANK_STATES_AT_INGEST", "false")
+    assert states.draw_missing(shelf_url) == 0  # nothing drawn at index time
+    assert not set(stored_rows(shelf_url)) & {c.id for c in cands}
+    # the first rerank that reads them draws and writes them back
+    asyncio.run(rerank(RerankSettings(database_url=shelf_url, rulesage_rerank_threads=1), cands))
+    assert {c.id for c in cands} <= set(stored_rows(shelf_url))
+
+
 def test_a_database_out_of_reach_only_costs_time(shelf_url: str) -> None:
     cands = live_passages(shelf_url, 12)
     port = runner_free_port()
