@@ -75,9 +75,10 @@ def test_scale_shelf_adds_distractors_that_change_no_real_result(shelf_url: str)
             # near the template's
             pairs = conn.execute(
                 "SELECT np.text, op.text, np.doc_len = op.doc_len, np.embedding, op.embedding,"
-                " (SELECT array_agg((lexeme, tf)::text ORDER BY lexeme) FROM postings WHERE passage_id = np.id)"
-                " IS NOT DISTINCT FROM"
-                " (SELECT array_agg((lexeme, tf)::text ORDER BY lexeme) FROM postings WHERE passage_id = op.id)"
+                " (SELECT array_agg((lexeme, tf)::text ORDER BY lexeme) FROM postings"
+                "  WHERE passage_id = np.id) IS NOT DISTINCT FROM"
+                " (SELECT array_agg((lexeme, tf)::text ORDER BY lexeme) FROM postings"
+                "  WHERE passage_id = op.id)"
                 " FROM scale_shelf s JOIN documents nd ON nd.family_id = s.family_id"
                 " JOIN documents od ON od.family_id = s.template_id AND nd.key = split_part(nd.key, '/', 1)"
                 " || '/' || od.key"
@@ -91,7 +92,8 @@ def test_scale_shelf_adds_distractors_that_change_no_real_result(shelf_url: str)
                     cos = float(np.dot(nv.to_numpy(), ov.to_numpy()))
                     assert 0.75 < cos < 0.99
             (games,) = conn.execute(  # type: ignore[misc]
-                "SELECT count(DISTINCT game_id) FROM documents d JOIN scale_shelf s ON s.family_id = d.family_id"
+                "SELECT count(DISTINCT game_id) FROM documents d"
+                " JOIN scale_shelf s ON s.family_id = d.family_id"
                 " WHERE d.game_id IS NOT NULL"
             ).fetchone()
             assert games <= grown["added_families"]
