@@ -50,8 +50,6 @@ def explain(url: str, question: str, game: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with psycopg.connect(url, autocommit=True) as conn:
         register_vector(conn)
-        for s in vectors.SESSION_SETTINGS:
-            conn.execute(s)  # type: ignore[arg-type]
         row = conn.execute(
             "SELECT g.family_id, array_agg(d.id) FROM games g JOIN documents d ON d.game_id = g.id"
             " WHERE g.slug = %s GROUP BY g.family_id",

@@ -24,12 +24,15 @@ class DbService:
     name = "db"
     service_names: tuple[str, ...] = ()
     pool_size = 4
-    session_sql: tuple[str, ...] = ()  # run once per new connection
 
     def __init__(self, settings: CommonSettings | None = None) -> None:
         self.settings = settings or load(CommonSettings)
         self.url = self.settings.database_url or db.database_url(start_embedded=False)
-        self.pool = db.async_pool(self.url, min_size=1, max_size=self.pool_size, session_sql=self.session_sql)
+        self.pool = db.async_pool(
+            self.url,
+            min_size=1,
+            max_size=self.pool_size,
+        )
         self.catalog = Catalog(self.pool)
 
     async def start(self) -> None:

@@ -13,7 +13,7 @@ import re
 import time
 import warnings
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -162,17 +162,12 @@ class _RecentlyUsed:
         self._returned[conn] = time.monotonic()
 
 
-def async_pool(
-    url: str, min_size: int = 1, max_size: int = 4, session_sql: Sequence[str] = ()
-) -> AsyncConnectionPool:
-    """An async pool that checks idle connections before use, so a service survives a Postgres restart.
-    ``session_sql`` runs once on each new connection (e.g. ``SET hnsw.ef_search``), not once per query."""
+def async_pool(url: str, min_size: int = 1, max_size: int = 4) -> AsyncConnectionPool:
+    """An async pool that checks idle connections before use, so a service survives a Postgres restart."""
 
     async def configure(conn: psycopg.AsyncConnection) -> None:
         await register_vector_async(conn)
         await conn.set_autocommit(True)
-        for stmt in session_sql:
-            await conn.execute(stmt)  # type: ignore[arg-type]
 
     recent = _RecentlyUsed()
     return AsyncConnectionPool(

@@ -15,7 +15,6 @@ from services.aisle import select
 class AisleService(DbService, arm_pb2_grpc.ArmServicer):
     name = "aisle"
     service_names = (arm_pb2.DESCRIPTOR.services_by_name["Arm"].full_name,)
-    session_sql = search.SESSION_SETTINGS
 
     def register(self, server: grpc.aio.Server) -> None:
         arm_pb2_grpc.add_ArmServicer_to_server(self, server)

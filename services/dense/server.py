@@ -26,7 +26,6 @@ class DenseService(DbService, arm_pb2_grpc.ArmServicer, arm_pb2_grpc.EmbedderSer
         arm_pb2.DESCRIPTOR.services_by_name["Arm"].full_name,
         arm_pb2.DESCRIPTOR.services_by_name["Embedder"].full_name,
     )
-    session_sql = search.SESSION_SETTINGS
 
     def __init__(self) -> None:
         super().__init__()

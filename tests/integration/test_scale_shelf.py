@@ -48,8 +48,6 @@ def arm_results(url: str) -> list[Any]:
         out: list[Any] = []
         async with await psycopg.AsyncConnection.connect(url) as conn:
             await register_vector_async(conn)
-            for s in vectors.SESSION_SETTINGS:
-                await conn.execute(s)  # type: ignore[arg-type]
             cur = await conn.execute("SELECT id FROM families WHERE slug NOT LIKE 'scale-%' ORDER BY id")
             families = [int(r[0]) for r in await cur.fetchall()]
             for q in QUESTIONS:
