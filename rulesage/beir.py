@@ -209,9 +209,9 @@ def _embed_missing(conn: psycopg.Connection, document_id: int, embedder: Any) ->
     while True:
         with conn.transaction():
             if embedder is None:
-                from rulesage.embed import shared_embedder
+                from rulesage.embed import bulk_embedder
 
-                embedder = shared_embedder()
+                embedder = bulk_embedder()
             space_id = _space(conn, embedder.identity)
             if todo is None:
                 todo = store.passages_to_embed(conn, space_id, document_id)

@@ -132,7 +132,7 @@ class Embedder:
     """Thread-safe MiniLM embedder. ``variant``: "fp32" (default) or "int8" (~1.5x faster on CPU, but
     2.4 points lower dense recall@8 on gold-dev: 0.829 against 0.853, exact cosine)."""
 
-    def __init__(self, variant: str | None = None, threads: int | None = None) -> None:
+    def __init__(self, variant: str | None = None, threads: int | None = None, bulk: bool = False) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -149,7 +149,10 @@ class Embedder:
         )
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.enable_cpu_mem_arena = False  # batch shapes vary: a growing arena kept RSS climbing under load
+        # On the request path batch shapes vary, and a growing arena kept the RSS climbing under load.
+        # Index-time work (``bulk``: ingest, the drawers) keeps it: reusing buffers between batches embedded
+        # 256-token passages 37 % faster on 2 cores (28.7 -> 39.4 a second), with the same vectors.
+        opts.enable_cpu_mem_arena = bulk
         # No busy-waiting after a run: in a mesh on a small machine the idle-spinning threads took the cores
         # the next stage (the dense search, the aisle, Postgres) needed right after the embedding.
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -225,6 +228,12 @@ class Embedder:
 
 _shared: Embedder | None = None
 _shared_lock = threading.Lock()
+
+
+def bulk_embedder() -> Embedder:
+    """An embedder of its own for index-time work (the memory arena on): the caller drops it when done, and
+    the arena with it."""
+    return Embedder(bulk=True)
 
 
 def shared_embedder() -> Embedder:

@@ -93,7 +93,7 @@ def ingest_shelf(
     ``categories_dir``: where to find ``<slug>.toml`` category maps for games the manifest names none for
     (a shelf one cannot edit); a map the manifest names wins.
 
-    ``embedder`` defaults to ``rulesage.embed.shared_embedder()`` and ``parser`` to
+    ``embedder`` defaults to ``rulesage.embed.bulk_embedder()`` and ``parser`` to
     ``rulesage.ingest.parse.parse_document``; both are loaded only when needed."""
     started = time.perf_counter()
     shelf = load_shelf(Path(shelf_path)).select(games)
@@ -141,9 +141,9 @@ class _Run:
     @property
     def embedder(self):  # type: ignore[no-untyped-def]
         if self._embedder is None:
-            from rulesage.embed import shared_embedder
+            from rulesage.embed import bulk_embedder
 
-            self._embedder = shared_embedder()
+            self._embedder = bulk_embedder()
         return self._embedder
 
     @property

@@ -87,9 +87,9 @@ def draw_missing(url: str, progress: bool = False, batch: int = 64) -> int:
         row = conn.execute(COUNT_MISSING_SQL, (model,)).fetchone()  # type: ignore[arg-type]
         if not row or not row[0]:
             return 0
-        from rulesage.embed import shared_embedder
+        from rulesage.embed import bulk_embedder
 
-        embedder = shared_embedder()
+        embedder = bulk_embedder()
         todo = conn.execute(MISSING_SQL, (model,)).fetchall()  # type: ignore[arg-type]
 
         def write(conn: Any, chunk: Sequence[Any]) -> None:

@@ -53,6 +53,7 @@ class RuntimeOptions:
     max_tokens: int = 256  # word pieces of a window, [CLS] and [SEP] included
     batch: int = 16  # rows per forward pass of the interim scorer (the trained one reads one window per run)
     question_tokens: int = 0  # word pieces of the question; 0: the model's own (reranker.json)
+    bulk: bool = False  # index-time work (drawing window states): keep ORT's memory arena between runs
 
 
 def sha256_file(path: Path) -> str:
@@ -82,8 +83,9 @@ def session(model: Path | bytes, opts: RuntimeOptions):  # type: ignore[no-untyp
     so.inter_op_num_threads = 1
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     # batches change shape every call: ORT's growing CPU arena kept the RSS climbing under load (+14 % over
-    # minutes 1-5 of the load bench); allocating per run keeps memory flat
-    so.enable_cpu_mem_arena = False
+    # minutes 1-5 of the load bench); allocating per run keeps memory flat. Drawing states at ingest
+    # (``bulk``) keeps the arena: the process ends or drops the scorer when done.
+    so.enable_cpu_mem_arena = opts.bulk
     # no busy-waiting after a run: on a small machine the spinning threads took the cores the next
     # request's arms needed (arms+fusion p50 24 ms alone, 36 ms right after a rerank)
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")

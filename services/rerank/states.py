@@ -139,6 +139,7 @@ def draw_missing(url: str, progress: bool = False) -> int:
         max_tokens=s.rulesage_rerank_max_tokens,
         batch=s.rulesage_rerank_batch,
         question_tokens=s.rulesage_rerank_question_tokens,
+        bulk=True,
     )
     key = states_key(path, window_tokens(path, opts))
     with psycopg.connect(url, autocommit=True) as conn:
