@@ -129,7 +129,9 @@ class ArmClient:
             s.name: asyncio.ensure_future(
                 _timed(
                     s.name,
-                    lambda s=s: arm_pb2_grpc.ArmStub(self.channels[s.name]).Search(req, timeout=left()),
+                    lambda s=s: arm_pb2_grpc.ArmStub(self.channels[s.name]).Search(  # type: ignore[misc]
+                        req, timeout=left()
+                    ),
                 )
             )
             for s in self.arms
@@ -153,9 +155,9 @@ class ArmClient:
                     *(
                         _timed(
                             s.name,
-                            lambda s=s: arm_pb2_grpc.ArmStub(self.channels[s.name]).Search(
-                                vreq, timeout=left()
-                            ),
+                            lambda s=s: arm_pb2_grpc.ArmStub(  # type: ignore[misc]
+                                self.channels[s.name]
+                            ).Search(vreq, timeout=left()),
                         )
                         for s in waiting
                     )

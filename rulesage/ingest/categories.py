@@ -122,11 +122,13 @@ def load(
             conn.execute("DELETE FROM categories WHERE game_id = %s", (game_id,))
             i = 0
             for c in cmap.categories:
-                cid = conn.execute(
+                row = conn.execute(
                     "INSERT INTO categories (game_id, name, description, sections, rules)"
                     " VALUES (%s, %s, %s, %s, %s) RETURNING id",
                     (game_id, c.name, c.description, c.heading_paths(), list(c.rules)),
-                ).fetchone()[0]
+                ).fetchone()
+                assert row is not None  # RETURNING gives the row it inserted
+                cid = row[0]
                 with conn.cursor() as cur:
                     cur.executemany(
                         "INSERT INTO category_texts (category_id, ord, kind, text, embedding)"
@@ -143,7 +145,9 @@ def load(
                 " space_id = excluded.space_id, loaded_at = now()",
                 (game_id, str(path.name), sha, space_id),
             )
-        ids = dict(conn.execute("SELECT name, id FROM categories WHERE game_id = %s", (game_id,)).fetchall())
+        ids: dict[str, int] = dict(
+            conn.execute("SELECT name, id FROM categories WHERE game_id = %s", (game_id,)).fetchall()
+        )
         conn.execute(
             "DELETE FROM category_passages cp USING categories c"
             " WHERE c.id = cp.category_id AND c.game_id = %s",
