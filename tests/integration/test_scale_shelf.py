@@ -53,8 +53,14 @@ def arm_results(url: str) -> list[Any]:
             for q in QUESTIONS:
                 vec = embedder.embed_queries([q])[0]
                 for f in families:
-                    out.append(await bm25.search(conn, q, f, limit=20))
-                    out.append(await vectors.nearest(conn, vec, f, limit=20))
+                    for hits in (
+                        await bm25.search(conn, q, f, limit=20),
+                        await vectors.nearest(conn, vec, f, limit=20),
+                    ):
+                        # the same passages in the same order with the same scores; a new plan may sum a
+                        # passage's BM25 terms in another order, which moves the last bits of a float
+                        rounded = [(h.passage_id, round(h.score, 9)) for h in hits]
+                        out.append(sorted(rounded, key=lambda r: (-r[1], r[0])))
         return out
 
     return asyncio.run(go())
