@@ -186,8 +186,8 @@ def remove(url: str) -> dict[str, Any]:
         ensure_table(conn)
         ids = [int(r[0]) for r in conn.execute("SELECT family_id FROM scale_shelf").fetchall()]
         with conn.transaction():
-            for table in ("postings",):  # the largest: by its leading key, not one cascade per passage
-                conn.execute(f"DELETE FROM {table} WHERE family_id = ANY(%s)", (ids,))
+            # the largest table: by its leading key, not one cascade per passage
+            conn.execute("DELETE FROM postings WHERE family_id = ANY(%s)", (ids,))
             for table in ("sentence_vectors", "window_states"):
                 conn.execute(
                     f"DELETE FROM {table} t USING passages p"

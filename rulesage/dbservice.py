@@ -28,11 +28,7 @@ class DbService:
     def __init__(self, settings: CommonSettings | None = None) -> None:
         self.settings = settings or load(CommonSettings)
         self.url = self.settings.database_url or db.database_url(start_embedded=False)
-        self.pool = db.async_pool(
-            self.url,
-            min_size=1,
-            max_size=self.pool_size,
-        )
+        self.pool = db.async_pool(self.url, min_size=1, max_size=self.pool_size)
         self.catalog = Catalog(self.pool)
 
     async def start(self) -> None:

@@ -34,7 +34,7 @@ class RerankSettings(CommonSettings):
     rulesage_rerank_stored_states: bool = True
     # Draw every ruled passage's states at ingest (index time). Off: a passage's states are drawn the first
     # time a rerank reads it, and written back, so a large shelf stores states only for what players ask
-    # about (about 73 KB a passage; k8s/README.md has the sizing).
+    # about (43 KB of states a passage, 74 KB on disk; k8s/README.md has the sizing).
     rulesage_rerank_states_at_ingest: bool = True
     # Seconds a request waits for stored states before encoding the windows itself.
     rulesage_rerank_states_timeout_s: float = Field(1.0, gt=0)

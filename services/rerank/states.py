@@ -126,9 +126,9 @@ def draw_missing(url: str, progress: bool = False) -> int:
     from services.rerank.settings import RerankSettings
 
     s = load(RerankSettings)
-    if not s.rulesage_rerank_stored_states or s.rulesage_rerank_model == "interim":
+    if not (s.rulesage_rerank_stored_states and s.rulesage_rerank_states_at_ingest):
         return 0
-    if not s.rulesage_rerank_states_at_ingest:
+    if s.rulesage_rerank_model == "interim":
         return 0
     path = Path(s.rulesage_rerank_model) if s.rulesage_rerank_model else MODEL_FILE
     if not path.exists():
