@@ -61,6 +61,27 @@ class PriorView:
 
 
 @dataclass(frozen=True)
+class Pick:
+    """One sentence the trained quote selector reads as deciding the question: a span of a shown passage."""
+
+    passage_id: int
+    start: int
+    end: int
+    probability: float
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The trained selector's and answerability model's reading of the shown passages, made once per ask
+    and handed to every backend alike: the extractive one quotes from it, a language model is shown it."""
+
+    picks: tuple[Pick, ...]  # best first
+    answerability: float  # the probability that the shown passages answer the question
+    threshold: float  # under it the extractive backend says "not in the book"
+    source: str  # which model, calibrated where
+
+
+@dataclass(frozen=True)
 class Prompt:
     """Everything a backend is shown for one turn."""
 
@@ -78,6 +99,8 @@ class Prompt:
     tool_offered: bool = False
     # Earlier rulings about the same thing, nearest first: rendered after every passage, never citable.
     priors: tuple[PriorView, ...] = ()
+    # The trained selector's reading of the passages (None: no selector configured, or it failed).
+    reading: Reading | None = None
 
 
 class Backend(Protocol):

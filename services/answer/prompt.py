@@ -63,6 +63,25 @@ def render_prior(n: int, p: PriorView) -> str:
     )
 
 
+def render_reading(prompt: Prompt) -> str:
+    """The trained selector's reading, the same one the extractive backend quotes from: a hint to read
+    first, never a passage (each pick names the passage it is copied from)."""
+    assert prompt.reading is not None
+    by_id = {p.id: p for p in prompt.passages}
+    lines = [
+        "A trained quote selector read these passages. The sentences it finds most likely to decide the"
+        " question, best first (a hint: check them against the passages; quote from the PASSAGE blocks):"
+    ]
+    for k in prompt.reading.picks:
+        p = by_id.get(k.passage_id)
+        if p is not None:
+            lines.append(f'- passage_id {k.passage_id} ({k.probability:.2f}): "{p.text[k.start : k.end]}"')
+    a = prompt.reading.answerability
+    verdict = "likely answer" if a >= prompt.reading.threshold else "likely do NOT answer"
+    lines.append(f"Its estimate that these passages answer the question: {a:.2f} (they {verdict} it).")
+    return "\n".join(lines)
+
+
 def messages(prompt: Prompt) -> list[dict[str, str]]:
     system = (
         SYSTEM + ("\n" + TOOL if prompt.tool_offered else "") + ("\n" + PRIORS_RULE if prompt.priors else "")
@@ -78,6 +97,8 @@ def messages(prompt: Prompt) -> list[dict[str, str]]:
             f"Previous attempt rejected: {prompt.rejection.line()}.\n"
             "Copy each quote exactly, word for word, from one PASSAGE block, with that block's passage_id."
         )
+    if prompt.reading is not None and prompt.reading.picks:
+        user.append(render_reading(prompt))
     user.append(f"Question: {prompt.question}")
     return [
         {"role": "system", "content": system},

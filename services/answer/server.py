@@ -18,7 +18,8 @@ from rulesage.config import load
 from rulesage.telemetry import Timings
 from rulesage.v1 import answer_pb2, answer_pb2_grpc, common_pb2
 from services.answer import loop
-from services.answer.backends import make_backend
+from services.answer.backends import make_backend, make_reader
+from services.answer.backends.extractive import Reader
 from services.answer.citations import PassageView, ValidatedAnswer, Verdict
 from services.answer.context import PgLibrary, build_context, with_vectors
 from services.answer.settings import AnswerSettings
@@ -100,11 +101,13 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
         settings: AnswerSettings | None = None,
         backend: loop.Backend | None = None,
         library: loop.Library | None = None,
+        reader: Reader | None = None,
     ) -> None:
         self.settings = settings or load(AnswerSettings)
         self.backend = backend
         self.library = library
         self._pool: AsyncConnectionPool | None = None
+        self.reader = reader
         self.gate = Gate(self.settings.rulesage_answer_concurrency, self.settings.rulesage_answer_max_queue)
 
     def register(self, server: grpc.aio.Server) -> None:
@@ -124,6 +127,8 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
         if self.backend is None:
             # loading the model happens before the service says SERVING
             self.backend = await asyncio.to_thread(make_backend, self.settings)
+        if self.reader is None and self.settings.rulesage_answer_selector == "trained":
+            self.reader = await asyncio.to_thread(make_reader, self.settings)
         log.info("answer: backend %s", self.backend.identity)
 
     async def stop(self) -> None:
@@ -156,6 +161,16 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
             return passages
         return with_vectors(passages, found)
 
+    async def _read(self, question: str, passages: list[PassageView]) -> loop.Reading | None:
+        """The selector's reading every backend is given; a failure leaves it out (never fails the ask)."""
+        if self.reader is None:
+            return None
+        try:
+            return await asyncio.to_thread(self.reader.read, question, passages)
+        except Exception as exc:
+            log.warning("answer: the quote selector failed: %s", exc)
+            return None
+
     async def Answer(
         self, request: answer_pb2.AnswerRequest, context: grpc.aio.ServicerContext
     ) -> answer_pb2.AnswerResult:
@@ -187,7 +202,13 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
                     loop.PriorView(id=r.id, question=r.question, answer=r.answer, score=r.score)
                     for r in request.priors
                 )
-                prompt = loop.Prompt(question, request.game, tuple(passages), ctx, priors=priors)
+                reading = None
+                if self.reader is not None:
+                    with timings.stage("answer.read"):
+                        reading = await self._read(question, passages)
+                prompt = loop.Prompt(
+                    question, request.game, tuple(passages), ctx, priors=priors, reading=reading
+                )
                 with timings.stage("answer.run", backend=self.backend.identity) as span:
                     outcome = await loop.run(
                         prompt, self.backend, self.library, self.settings.rulesage_answer_timeout_s

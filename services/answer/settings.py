@@ -38,8 +38,13 @@ class AnswerSettings(CommonSettings):
     rulesage_answer_max_queue: int = 6
     # Characters of surrounding section text shown around the passages, shared between them ("read big").
     rulesage_answer_context_chars: int = 6000
-    # extractive: abstain when the best sentence's relevance (in [0, 1]) is below this; unset: the calibrated
-    # threshold of calibration.json.
+    # extractive: how the quote is chosen and when it abstains. "trained": the quote selector and the
+    # answerability model of model/answerer.json (abstain under its calibrated threshold); "cosine": the
+    # MiniLM cosine blend, abstaining under calibration.json's threshold (the design it replaced, kept to
+    # measure one against the other in one mesh).
+    rulesage_answer_selector: Literal["trained", "cosine"] = "trained"
+    # extractive: abstain when the answer's confidence (in [0, 1]) is below this; unset: the selector's
+    # calibrated threshold.
     rulesage_extractive_threshold: float | None = None
     # llama-cpp: a local GGUF instruct model.
     rulesage_llama_model_path: str = ""
@@ -73,4 +78,9 @@ class AnswerSettings(CommonSettings):
         """The threshold the extractive backend abstains under, and where it comes from."""
         if self.rulesage_extractive_threshold is not None:
             return self.rulesage_extractive_threshold, "RULESAGE_EXTRACTIVE_THRESHOLD"
+        if self.rulesage_answer_selector == "trained":
+            from services.answer.selector import load
+
+            answerer = load()
+            return answerer.threshold, f"{answerer.calibrated_on}, {answerer.identity}"
         return calibrated_threshold()

@@ -287,15 +287,42 @@ def test_extractive_over_grpc_quotes_the_book_byte_exact_and_abstains_when_silen
     assert any(c.rule_id == "702.19b" for c in answered.citations)
     assert 0.0 < answered.confidence <= 1.0
     # the threshold it abstains under, and where it was calibrated, travel with every answer
-    threshold, source = calibrated_threshold()
+    threshold, source = extractive.extractive_threshold()
     assert (answered.threshold, answered.threshold_source) == (pytest.approx(threshold), source)
-    assert "training questions" in source and silent.threshold == answered.threshold
-    assert {t.stage for t in answered.timings} >= {"answer.context", "answer.run", "answer.generate"}
+    assert "training asks" in source and "answerer@" in source and silent.threshold == answered.threshold
+    assert answered.model.endswith(source.rsplit(", ", 1)[1])  # the selector's model names itself
+    stages = {t.stage for t in answered.timings}
+    assert stages >= {"answer.context", "answer.read", "answer.run", "answer.generate"}
 
     assert silent.verdict == answer_pb2.NOT_IN_BOOK, silent
     assert not silent.citations
     # the best score is reported on an abstain too: one eval run gives the pairs calibrate_threshold needs
     assert 0.0 < silent.confidence < answered.confidence
+
+
+def test_the_cosine_selector_abstains_under_its_own_calibration(url: str, shelf: dict[str, int]) -> None:
+    """The design the trained selector replaced stays selectable (to measure one against the other): it
+    quotes by the cosine blend, under calibration.json's threshold, and is handed no reading."""
+    kept = passages(url, [shelf[r] for r in ("702.19b", "702.20a", "510.1a")])
+    settings = AnswerSettings(
+        database_url=url, rulesage_answer_backend="extractive", rulesage_answer_selector="cosine"
+    )
+    (answered,) = asyncio.run(
+        _ask(
+            AnswerService(settings),
+            [
+                answer_pb2.AnswerRequest(
+                    question="my trample creature is blocked: where does the damage beyond lethal go?",
+                    game="mtg",
+                    passages=kept,
+                )
+            ],
+        )
+    )
+    threshold, source = calibrated_threshold()
+    assert answered.verdict == answer_pb2.ANSWERED
+    assert (answered.threshold, answered.threshold_source) == (pytest.approx(threshold), source)
+    assert "answerer@" not in answered.model and "answer.read" not in {t.stage for t in answered.timings}
 
 
 def test_no_passages_is_not_in_the_book_and_an_empty_question_is_refused(extractive: AnswerSettings) -> None:

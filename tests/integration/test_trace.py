@@ -271,7 +271,14 @@ def test_one_ask_is_one_trace_that_adds_up(tmp_path: Path, receiver: tuple[Recei
     # -- an ask through the gateway is one tree too, rooted in the gateway's HTTP span ----------------------
     gateway_trace = via_gateway.json()["trace_id"]
     assert gateway_trace and gateway_trace != trace_id
-    g_spans = wait_for(rec, gateway_trace, {"rulesage-gateway", "rulesage-fusion", "rulesage-rerank"})
+    # the doorman screens the gateway's question in the background, after the response: its spans (and their
+    # parent, the gateway's client span) belong to this trace too, so the tree is only whole once they are in
+    g_spans = wait_for(
+        rec,
+        gateway_trace,
+        {"rulesage-gateway", "rulesage-fusion", "rulesage-rerank", "rulesage-doorman"},
+        timeout=60,
+    )
     g_ids = {s.span_id for s in g_spans}
     g_roots = [s for s in g_spans if not s.parent_id]
     assert [r.service for r in g_roots] == ["rulesage-gateway"], [(r.service, r.name) for r in g_roots]

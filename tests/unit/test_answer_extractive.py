@@ -239,11 +239,18 @@ def test_stored_sentence_vectors_stand_in_for_embedding_the_sentences(scorer: Bi
 def test_the_threshold_comes_from_the_shipped_calibration_unless_overridden(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import json
 
+    from services.answer.selector import load
     from services.answer.settings import CALIBRATION, AnswerSettings, calibrated_threshold
 
     shipped = json.loads(CALIBRATION.read_text(encoding="utf-8"))
-    value, source = AnswerSettings().extractive_threshold()
+    value, source = AnswerSettings(rulesage_answer_selector="cosine").extractive_threshold()
     assert value == shipped["threshold"] and "training questions" in source and shipped["when"] in source
+    # the default, the trained selector, abstains under its own model's calibrated threshold
+    model = load()
+    assert AnswerSettings().extractive_threshold() == (
+        model.threshold,
+        f"{model.calibrated_on}, {model.identity}",
+    )
     assert AnswerSettings(rulesage_extractive_threshold=0.3).extractive_threshold() == (
         0.3,
         "RULESAGE_EXTRACTIVE_THRESHOLD",

@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from services.answer.loop import Backend
 from services.answer.settings import AnswerSettings
+
+if TYPE_CHECKING:
+    from services.answer.backends.extractive import Reader
+
+
+def make_reader(settings: AnswerSettings) -> Reader:
+    """The trained quote selector's reader, shared by every backend (loads MiniLM and the model file)."""
+    from services.answer.backends.extractive import Reader
+    from services.answer.selector import load
+
+    threshold, source = settings.extractive_threshold()
+    return Reader(load(), threshold, source)
 
 
 def make_backend(settings: AnswerSettings) -> Backend:
@@ -32,4 +46,9 @@ def make_backend(settings: AnswerSettings) -> Backend:
     from services.answer.backends.extractive import ExtractiveBackend
 
     threshold, source = settings.extractive_threshold()
-    return ExtractiveBackend(threshold, threshold_source=source)
+    answerer = None
+    if settings.rulesage_answer_selector == "trained":
+        from services.answer.selector import load
+
+        answerer = load()
+    return ExtractiveBackend(threshold, threshold_source=source, answerer=answerer)

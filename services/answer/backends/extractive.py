@@ -11,14 +11,18 @@ import asyncio
 import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from services.answer.citations import MIN_QUOTE_CHARS, PassageView, RawAnswer, RawQuote, Verdict
-from services.answer.loop import Prompt, ToolRequest
+from services.answer.loop import Pick, Prompt, Reading, ToolRequest
+from services.answer.selector import sigmoid
+
+if TYPE_CHECKING:
+    from services.answer.selector import Answerer
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +33,7 @@ SENTENCE_WEIGHT = 0.7  # the rest is the passage's own relevance
 RERANK_PRIOR = 0.02
 MAX_SENTENCES = 2  # quoted per answer
 SECOND_MARGIN = 0.04  # a second sentence is quoted when it scores within this of the best
+SECOND_PROBABILITY, SECOND_SHARE = 0.5, 0.6  # the same, with the trained selector's probabilities
 MAX_SENTENCE_CHARS = 400
 
 
@@ -220,19 +225,97 @@ def rank_sentences(question: str, passages: Sequence[PassageView], scorer: Score
     return sorted(out, key=lambda c: -c.score)
 
 
+def reader_order(passages: Sequence[PassageView]) -> list[PassageView]:
+    """The careful reader's order (passages arrive dealt ends-first); unread ones after, as dealt."""
+    return sorted(passages, key=lambda p: -(p.rerank_score if p.rerank_score is not None else -1e9))
+
+
+def read_sentences(
+    question: str, passages: Sequence[PassageView], scorer: Scorer, answerer: Answerer
+) -> tuple[list[Candidate], float]:
+    """Every sentence, best first, scored by the trained quote selector (a probability), and the trained
+    answerability: the probability that the shown passages answer the question."""
+    from services.answer.selector import Shown
+
+    ordered = reader_order(passages)
+    per = [(p, sentence_inputs(p)) for p in ordered]
+    if not any(inputs for _, inputs in per):
+        return [], 0.0
+    stored = getattr(scorer, "score_sentences", None)
+    flat = [t for _, inputs in per for _, _, t in inputs]
+    s_cos = stored(question, per) if stored else scorer.score(question, flat)
+    by_vector = getattr(scorer, "score_passages", None)
+    p_cos = by_vector(question, ordered) if by_vector else scorer.score(question, [p.text for p in ordered])
+    shown, at = [], 0
+    for (p, inputs), pc in zip(per, p_cos, strict=True):
+        shown.append(
+            Shown(
+                text=p.text,
+                heading=p.heading_path[-1] if p.heading_path else "",
+                cosine=pc,
+                rerank_score=p.rerank_score,
+                errata=p.doc_kind == "errata",
+                spans=tuple((s, e) for s, e, _ in inputs),
+                sentence_cosines=tuple(s_cos[at : at + len(inputs)]),
+            )
+        )
+        at += len(inputs)
+    logits, confidence = answerer.read(question, shown)
+    spans = [(p, s, e) for p, inputs in per for s, e, _ in inputs]
+    out = [Candidate(p, s, e, sigmoid(float(v))) for (p, s, e), v in zip(spans, logits, strict=True)]
+    return sorted(out, key=lambda c: -c.score), confidence
+
+
+READ_PICKS = 3  # sentences a reading hands on: the best, and the runners-up a second quote comes from
+
+
+class Reader:
+    """The quote selector and answerability model over one scorer: one reading per ask, for any backend."""
+
+    def __init__(self, answerer: Answerer, threshold: float, source: str, scorer: Scorer | None = None):
+        self.answerer = answerer
+        self.threshold = threshold
+        self.source = source
+        self.scorer = scorer or default_scorer()
+
+    def read(self, question: str, passages: Sequence[PassageView]) -> Reading:
+        ranked, sure = read_sentences(question, passages, self.scorer, self.answerer)
+        picks = tuple(Pick(c.passage.id, c.start, c.end, c.score) for c in ranked[:READ_PICKS])
+        return Reading(picks, sure, self.threshold, self.source)
+
+
+def from_reading(reading: Reading, passages: Sequence[PassageView]) -> list[Candidate]:
+    by_id = {p.id: p for p in passages}
+    return [
+        Candidate(by_id[k.passage_id], k.start, k.end, k.probability)
+        for k in reading.picks
+        if k.passage_id in by_id
+    ]
+
+
 def _where(p: PassageView) -> str:
     title = p.doc_title or p.doc_key or "the book"
     return f"{title}, p. {p.page_start}" if p.page_start else title
 
 
-def choose(ranked: Sequence[Candidate], threshold: float) -> RawAnswer:
-    """Quote the best sentence (and one close runner-up), or abstain when the best is below ``threshold``."""
-    if not ranked or ranked[0].score < threshold:
-        return RawAnswer((), "", Verdict.NOT_IN_BOOK, confidence=ranked[0].score if ranked else 0.0)
+def choose(
+    ranked: Sequence[Candidate],
+    threshold: float,
+    confidence: float | None = None,
+    second: Callable[[Candidate, Candidate], bool] | None = None,
+) -> RawAnswer:
+    """Quote the best sentence (and one close runner-up), or abstain when the confidence (the best
+    sentence's score unless given) is below ``threshold``. ``second(best, c)`` says whether ``c`` is close
+    enough to be quoted beside the best (by default: within SECOND_MARGIN and over the threshold)."""
+    top = ranked[0].score if ranked else 0.0
+    sure = top if confidence is None else confidence
+    if not ranked or sure < threshold:
+        return RawAnswer((), "", Verdict.NOT_IN_BOOK, confidence=sure)
     best = ranked[0]
+    close = second or (lambda b, c: c.score >= max(threshold, b.score - SECOND_MARGIN))
     chosen = [best]
     for c in ranked[1:]:
-        if len(chosen) >= MAX_SENTENCES or c.score < max(threshold, best.score - SECOND_MARGIN):
+        if len(chosen) >= MAX_SENTENCES or not close(best, c):
             break
         chosen.append(c)
     chosen.sort(key=lambda c: (c.passage.id != best.passage.id, c.passage.id, c.start))
@@ -240,20 +323,40 @@ def choose(ranked: Sequence[Candidate], threshold: float) -> RawAnswer:
     # exception, its other half) is cited beside it and shown as a supporting quote, not repeated here
     answer = f"The book says — {_where(best.passage)}: “{best.text}”"
     quotes = tuple(RawQuote(c.passage.id, c.text) for c in chosen)
-    return RawAnswer(quotes, answer, Verdict.ANSWERED, confidence=best.score)
+    return RawAnswer(quotes, answer, Verdict.ANSWERED, confidence=sure)
+
+
+def selected_second(best: Candidate, c: Candidate) -> bool:
+    """With the trained selector: a second sentence is quoted when the selector, too, reads it as holding
+    the answer (probability at least SECOND_PROBABILITY) and at least SECOND_SHARE of the best's."""
+    return c.score >= SECOND_PROBABILITY and c.score >= SECOND_SHARE * best.score
 
 
 class ExtractiveBackend:
     """No language model: it never asks for tools, and a retry gets the same (deterministic) answer."""
 
-    def __init__(self, threshold: float, scorer: Scorer | None = None, threshold_source: str = "") -> None:
+    def __init__(
+        self,
+        threshold: float,
+        scorer: Scorer | None = None,
+        threshold_source: str = "",
+        answerer: Answerer | None = None,
+    ) -> None:
         self.threshold = threshold
         self.threshold_source = threshold_source or "given by the caller"
         self.scorer = scorer or default_scorer()
-        self.identity = f"extractive:{self.scorer.identity}"
+        self.answerer = answerer
+        reader = f"+{answerer.identity}" if answerer is not None else ""
+        self.identity = f"extractive:{self.scorer.identity}{reader}"
 
     def _answer(self, prompt: Prompt) -> RawAnswer:
-        return choose(rank_sentences(prompt.question, prompt.passages, self.scorer), self.threshold)
+        if prompt.reading is not None:  # the service's reading, the one every backend is given
+            ranked = from_reading(prompt.reading, prompt.passages)
+            return choose(ranked, self.threshold, prompt.reading.answerability, second=selected_second)
+        if self.answerer is None:
+            return choose(rank_sentences(prompt.question, prompt.passages, self.scorer), self.threshold)
+        ranked, confidence = read_sentences(prompt.question, prompt.passages, self.scorer, self.answerer)
+        return choose(ranked, self.threshold, confidence, second=selected_second)
 
     async def open_turn(self, prompt: Prompt) -> RawAnswer | ToolRequest:
         return await self.final_turn(prompt)

@@ -1,0 +1,158 @@
+"""The trained quote selector and answerability model: features, the model file, the backend using them."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from services.answer.backends.extractive import (
+    BiEncoderScorer,
+    ExtractiveBackend,
+    read_sentences,
+    reader_order,
+)
+from services.answer.citations import PassageView, Verdict, validate
+from services.answer.loop import Prompt
+from services.answer.selector import (
+    ASK_FEATURES,
+    MODEL,
+    SENTENCE_FEATURES,
+    Shown,
+    ask_features,
+    load,
+    sentence_features,
+    terms,
+)
+
+MOVE = PassageView(
+    id=1,
+    text=(
+        "Movement. On your turn, you can move a distance up to your speed. You can break up your movement "
+        "on your turn, using some of your speed before and after your action.\n\n"
+        "Difficult terrain costs 1 extra foot for every foot you move."
+    ),
+    doc_key="srd",
+    doc_title="System Reference Document 5.1",
+    page_start=90,
+    heading_path=("Combat", "Movement and Position"),
+    rerank_score=9.0,
+)
+SPELLS = PassageView(
+    id=2,
+    text=(
+        "A spell's components are the physical requirements you must meet in order to cast it. "
+        "Verbal components require the chanting of mystic words."
+    ),
+    doc_key="srd",
+    doc_title="System Reference Document 5.1",
+    page_start=101,
+    heading_path=("Spellcasting", "Components"),
+    rerank_score=4.0,
+)
+
+
+def shown(text: str, cosines: tuple[float, ...], spans: tuple[tuple[int, int], ...], **kw: object) -> Shown:
+    base = {"heading": "", "cosine": 0.5, "rerank_score": 1.0, "errata": False}
+    base.update(kw)
+    return Shown(text=text, spans=spans, sentence_cosines=cosines, **base)  # type: ignore[arg-type]
+
+
+def test_terms_drop_stopwords_and_plural_s() -> None:
+    assert terms("Can my Rogue's attacks use Sneak Attack twice?") == [
+        "rogue",
+        "attack",
+        "sneak",
+        "attack",
+        "twice",
+    ]
+    assert terms("the 5 ft. class") == ["5", "class"]  # a digit is kept however short; "class" keeps its ss
+
+
+def test_sentence_rows_follow_the_passages_and_their_sentences() -> None:
+    a = shown(
+        "Sneak attack once per turn. Other text here.", (0.7, 0.2), ((0, 27), (28, 44)), rerank_score=5.0
+    )
+    b = shown("Grappling is a special melee attack.", (0.4,), ((0, 36),), rerank_score=2.0)
+    x = sentence_features("How often can I sneak attack per turn?", [a, b])
+    assert x.shape == (3, len(SENTENCE_FEATURES))
+    col = {n: i for i, n in enumerate(SENTENCE_FEATURES)}
+    assert x[0, col["cos"]] == pytest.approx(0.7) and x[0, col["cos_gap"]] == 0.0
+    assert x[2, col["reader_pos"]] == pytest.approx(np.log1p(1))
+    assert x[2, col["reader_gap"]] == pytest.approx(-0.3)  # 3 points under the reader's top, / 10
+    # the sentence holding the question's words outweighs the one that does not
+    assert x[0, col["idf_overlap"]] > x[1, col["idf_overlap"]] == 0.0
+    assert x[0, col["best_in_passage"]] == 1.0 and x[1, col["best_in_passage"]] == 0.0
+    assert x[1, col["neighbour_cos"]] == pytest.approx(0.7)
+    assert np.isfinite(x).all()
+
+
+def test_ask_row_reads_the_selectors_best_and_the_questions_coverage() -> None:
+    a = shown("Sneak attack once per turn.", (0.7,), ((0, 27),), rerank_score=5.0)
+    row = ask_features("How often can I sneak attack per turn?", [a], np.array([2.0]))
+    assert row.shape == (len(ASK_FEATURES),)
+    col = {n: i for i, n in enumerate(ASK_FEATURES)}
+    assert row[col["best"]] == 2.0 and row[col["second"]] == -3.0  # one sentence: a second far below
+    # often, sneak, attack, per, turn: "often" is not in the passage
+    assert row[col["coverage"]] == pytest.approx(4 / 5)
+    assert row[col["unseen_terms"]] == pytest.approx(1 / 5)
+
+
+def test_the_shipped_model_loads_and_names_its_calibration() -> None:
+    model = load()
+    assert model.identity.startswith("answerer@") and 0.0 < model.threshold < 1.0
+    assert "training asks" in model.calibrated_on
+    card = json.loads(MODEL.read_text(encoding="utf-8"))
+    assert card["figures"]["answerability"]["threshold"] == pytest.approx(model.threshold)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d.pop("selector"),
+        lambda d: d["selector"]["features"].reverse(),  # another code's feature order
+        lambda d: d["answerability"]["scale"].__setitem__(0, 0.0),
+        lambda d: d["selector"]["weights"].pop(),
+        lambda d: d.__setitem__("threshold", 1.5),
+    ],
+)
+def test_a_broken_model_file_is_an_error_naming_it(tmp_path: Path, change) -> None:  # type: ignore[no-untyped-def]
+    d = json.loads(MODEL.read_text(encoding="utf-8"))
+    change(d)
+    bad = tmp_path / "answerer.json"
+    bad.write_text(json.dumps(d), encoding="utf-8")
+    with pytest.raises(ValueError, match="answerer"):
+        load(bad)
+
+
+@pytest.fixture(scope="module")
+def scorer() -> BiEncoderScorer:
+    return BiEncoderScorer()
+
+
+def test_the_reader_order_puts_unread_passages_last() -> None:
+    unread = dataclasses.replace(SPELLS, id=3, rerank_score=None)
+    assert [p.id for p in reader_order([unread, SPELLS, MOVE])] == [1, 2, 3]
+
+
+def test_the_trained_backend_quotes_the_answering_sentence_and_abstains_when_silent(
+    scorer: BiEncoderScorer,
+) -> None:
+    model = load()
+    ranked, sure = read_sentences("how far can I move on my turn?", [SPELLS, MOVE], scorer, model)
+    assert "move a distance up to your speed" in ranked[0].text
+    assert all(0.0 <= c.score <= 1.0 for c in ranked) and 0.0 <= sure <= 1.0
+    backend = ExtractiveBackend(model.threshold, scorer=scorer, answerer=model, threshold_source="x")
+    assert backend.identity.endswith(model.identity)
+    passages = (MOVE, SPELLS)
+    yes = asyncio.run(backend.final_turn(Prompt("how far can I move on my turn?", "srd", passages)))
+    no = asyncio.run(backend.final_turn(Prompt("who shuffles the tarot deck at the table?", "srd", passages)))
+    assert yes.verdict is Verdict.ANSWERED and no.verdict is Verdict.NOT_IN_BOOK
+    assert (yes.confidence or 0) > (no.confidence or 0)
+    # the quote is verbatim: the citation check (the one every backend passes) accepts it
+    checked = validate(yes, {p.id: p for p in passages})
+    assert checked.citations and "move a distance up to your speed" in checked.citations[0].quote
