@@ -219,16 +219,20 @@ async def _gold(
                 shown = {p["id"]: p for p in ruling["passages"]}
                 invalid = 0
                 correct = False
+                lead = None  # whether the first valid citation (the answer's deciding quote) is right
                 for c in ruling["citations"]:
                     p = shown.get(c["passage_id"])
                     if p is None or p["text"][c["start"] : c["end"]] != c["quote"]:
                         invalid += 1
                         continue
-                    if q["answerable"] and any(supports_evidence(p, ev) for ev in q["evidence"]):
-                        correct = True
+                    holds = bool(q["answerable"]) and any(supports_evidence(p, ev) for ev in q["evidence"])
+                    correct = correct or holds
+                    lead = holds if lead is None else lead
                 row["invalid_citations"] = invalid
                 row["confidence"] = float(ruling["wrench"].get("answer", {}).get("confidence") or 0.0)
                 row["answered_correctly"] = correct and ruling["verdict"] == "answered"
+                row["lead_correct"] = bool(lead) and ruling["verdict"] == "answered"
+                row["quotes"] = len(ruling["citations"])
             if trace is not None:
                 row["detail"] = _detail(q, fused, kept, scored, out.wrench, ruling)
             rows.append(row)
@@ -356,6 +360,13 @@ def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answ
         # an unavailable answer is a degraded stage, never an abstain (nor a hit)
         abstained = [r for r in rows if r.get("verdict") == "not_in_book"]
         report["answered_correctly"] = share("answered_correctly", ans)
+        # the same, counting only the first quote (the one the answer leads with): a second quote from
+        # another passage can make a ruling "correct" by hedging
+        report["answered_correctly_lead"] = share("lead_correct", ans)
+        answered = [r for r in rows if r.get("verdict") == "answered"]
+        report["two_quote_share"] = round(
+            sum(r.get("quotes", 0) >= 2 for r in answered) / (len(answered) or 1), 3
+        )
         report["answered_share"] = round(sum(r.get("verdict") == "answered" for r in ans) / n, 3)
         report["abstain_precision"] = round(
             sum(not r["answerable"] for r in abstained) / (len(abstained) or 1), 3

@@ -1,6 +1,6 @@
 """Collect the quote selector's and the answerability model's training asks from the real road.
 
-usage: python scripts/answer_data.py --out FILE [--train-share 0.3] [--limit N]
+usage: python scripts/answer_data.py --out FILE [--train-share 0.3] [--limit N] [--questions GLOB]
        (against a running mesh over the whole shelf: `rulesage up --detach` first)
 
 Every training question of ``data/reranker/questions-*.jsonl`` that the evaluation guard lets through walks
@@ -148,10 +148,11 @@ def main() -> int:
     ap.add_argument("--train-share", type=float, default=0.3, help="of the reader's training rows")
     ap.add_argument("--val-share", type=float, default=0.1, help="the reader's held-out share (its default)")
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--questions", default=QUESTIONS, help="the training files (a glob under the root)")
     ns = ap.parse_args()
     guard = eval_guard()
     rows: list[tuple[Any, str]] = []
-    for q in load_questions(str(ROOT / QUESTIONS), silent=True):
+    for q in load_questions(str(ROOT / ns.questions), silent=True):
         if guard.touches(q):
             continue
         if not q.answerable:

@@ -98,3 +98,21 @@ def test_earlier_rulings_come_after_every_passage_labelled_as_never_citable() ->
     assert len(earlier) < 900  # a long earlier answer is cut to its opening
     without = messages(Prompt("how far can I move?", "dnd-5e-srd", (kept,)))
     assert "EARLIER RULINGS" not in without[0]["content"] + without[1]["content"]
+
+
+def test_a_language_model_is_shown_the_selectors_reading_after_the_passages() -> None:
+    from services.answer.loop import Pick, Reading
+
+    p = PassageView(id=7, text=PASSAGE, doc_title="SRD 5.1", page_start=90)
+    gone = Pick(99, 0, 10, 0.4)  # a pick of a passage not shown is never rendered
+    reading = Reading((Pick(7, 0, len(PASSAGE), 0.83), gone), 0.61, 0.32, "answerer@abc")
+    _, user = messages(Prompt("how far can I move?", "dnd", (p,), reading=reading))
+    body = user["content"]
+    hint = body.index("trained quote selector")
+    assert body.index(f"PASSAGE 7 (quote from here):\n{PASSAGE}") < hint < body.index("Question:")
+    assert f'- passage_id 7 (0.83): "{PASSAGE}"' in body and "passage_id 99" not in body
+    assert "answer the question: 0.61 (they likely answer it)" in body
+    _, low = messages(Prompt("q?", "dnd", (p,), reading=Reading(reading.picks, 0.2, 0.32, "x")))
+    assert "(they likely do NOT answer it)" in low["content"]
+    _, none = messages(Prompt("q?", "dnd", (p,)))
+    assert "trained quote selector" not in none["content"]
