@@ -145,6 +145,11 @@ def main() -> int:
     ap.add_argument("--out", default=str(MODEL))
     ap.add_argument("--reader-seen", action="store_true", help="also fit the selector on the reader's rows")
     ap.add_argument("--removed-weight", type=float, default=0.0)
+    ap.add_argument(
+        "--ask-features",
+        default=",".join(ASK_FEATURES),
+        help="the answerability model's features (comma-separated, of ASK_FEATURES)",
+    )
     ap.add_argument("--c", type=float, default=1.0, help="inverse regularisation of both models")
     ap.add_argument("--report", help="also write the figures here (JSON)")
     ap.add_argument("--dry-run", action="store_true", help="figures only, no model written")
@@ -211,11 +216,14 @@ def main() -> int:
             m = (band == b) & (y == cls)
             if m.any():
                 w[m] = w[m] / w[m].sum() * len(y) / 4
-    answerability = fit_linear(np.vstack(ax), y, w, ASK_FEATURES, ns.c)
+    chosen = tuple(n for n in ASK_FEATURES if n in ns.ask_features.split(","))
+    cols = [ASK_FEATURES.index(n) for n in chosen]
+    answerability = fit_linear(np.vstack(ax)[:, cols], y, w, chosen, ns.c)
 
     def p_answer(rec: dict[str, Any]) -> float:
         shown, lg = logits(rec)
-        return sigmoid(float(answerability.logits(ask_features(rec["question"], shown, lg)[None, :])[0]))
+        x = ask_features(rec["question"], shown, lg)[cols]
+        return sigmoid(float(answerability.logits(x[None, :])[0]))
 
     pairs = [(p_answer(a), bool(a["answerable"])) for a in cal]
     fitted = calibrate_threshold(pairs)
@@ -262,6 +270,7 @@ def main() -> int:
             "when": datetime.now(UTC).strftime("%Y-%m-%d"),
             "reader_seen": ns.reader_seen,
             "removed_weight": ns.removed_weight,
+            "ask_features": list(chosen),
             "c": ns.c,
         },
         "figures": report,

@@ -59,6 +59,20 @@ def terms(text: str) -> list[str]:
     return out
 
 
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z']+(?:\s+(?:of|the|de)?\s*[A-Z][a-z']+)*)")
+
+
+def names(question: str) -> list[str]:
+    """The capitalised names a question uses mid-sentence (a spell, card, feat or subclass), lower-cased:
+    a name the shown passages never print is a sign the book may not speak of it."""
+    out = []
+    for m in _NAME.finditer(question):
+        name = m.group(1).lower()
+        if name.split()[0] not in _STOP and name not in {"i", "dm", "gm"}:
+            out.append(name)
+    return sorted(set(out))
+
+
 def _bigrams(ws: Sequence[str]) -> set[tuple[str, str]]:
     return set(itertools.pairwise(ws))
 
@@ -114,6 +128,7 @@ ASK_FEATURES = (
     "coverage",
     "coverage_best_passage",
     "unseen_terms",
+    "unseen_names",
 )
 
 
@@ -195,6 +210,9 @@ def ask_features(question: str, shown: Sequence[Shown], logits: np.ndarray) -> n
     top_rr = max(scores, default=0.0)
     second_rr = sorted(scores, reverse=True)[1] if len(scores) > 1 else top_rr
     share = len(q_set & seen) / (len(q_set) or 1)
+    named = names(question)
+    shown_text = " ".join(p.text.lower() + " " + p.heading.lower() for p in shown)
+    unseen_names = sum(n not in shown_text for n in named) / len(named) if named else 0.0
     return np.asarray(
         [
             best,
@@ -207,6 +225,7 @@ def ask_features(question: str, shown: Sequence[Shown], logits: np.ndarray) -> n
             share,
             len(q_set & per_passage[best_k]) / (len(q_set) or 1) if shown else 0.0,
             1.0 - share,
+            unseen_names,
         ],
         dtype=np.float64,
     )
@@ -228,9 +247,13 @@ class Linear:
         return ((x - self.mean) / self.scale) @ self.weights + self.bias
 
     @classmethod
-    def of(cls, d: dict[str, Any], names: tuple[str, ...]) -> Linear:
-        if tuple(d["features"]) != names:
-            raise ValueError(f"the model's features {d['features']} are not this code's {list(names)}")
+    def of(cls, d: dict[str, Any], names: tuple[str, ...], subset: bool = False) -> Linear:
+        """From the model file; with ``subset``, the model may read any of ``names``, in their order."""
+        mine = tuple(d["features"])
+        known = [n for n in names if n in mine] if subset else list(names)
+        if mine != tuple(known) or not mine:
+            raise ValueError(f"the model's features {list(mine)} are not this code's {list(names)}")
+        names = mine
         arrays = [np.asarray(d[k], dtype=np.float64) for k in ("mean", "scale", "weights")]
         if any(a.shape != (len(names),) for a in arrays) or not all(np.isfinite(a).all() for a in arrays):
             raise ValueError("the model's arrays do not match its features or are not finite")
@@ -267,8 +290,12 @@ class Answerer:
         logits = self.selector.logits(sentence_features(question, shown))
         if not len(logits):
             return logits, 0.0
-        x = ask_features(question, shown, logits)
+        x = ask_features(question, shown, logits)[self.ask_columns]
         return logits, sigmoid(float(self.answerability.logits(x[None, :])[0]))
+
+    @property
+    def ask_columns(self) -> list[int]:
+        return [ASK_FEATURES.index(n) for n in self.answerability.names]
 
 
 def load(path: Path = MODEL) -> Answerer:
@@ -279,7 +306,7 @@ def load(path: Path = MODEL) -> Answerer:
         raw = path.read_bytes()
         d = json.loads(raw)
         selector = Linear.of(d["selector"], SENTENCE_FEATURES)
-        answerability = Linear.of(d["answerability"], ASK_FEATURES)
+        answerability = Linear.of(d["answerability"], ASK_FEATURES, subset=True)
         threshold = float(d["threshold"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"the answerer's model {path} is missing or unreadable: {exc}") from None
