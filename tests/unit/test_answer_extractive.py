@@ -21,30 +21,7 @@ from services.answer.backends.extractive import (
 )
 from services.answer.citations import MIN_QUOTE_CHARS, PassageView, ValidatedAnswer, Verdict, validate
 from services.answer.loop import Prompt
-
-MOVE = PassageView(
-    id=1,
-    text=(
-        "Movement. On your turn, you can move a distance up to your speed. You can break up your movement "
-        "on your turn, using some of your speed before and after your action.\n\n"
-        "Difficult terrain costs 1 extra foot for every foot you move."
-    ),
-    doc_key="srd",
-    doc_title="System Reference Document 5.1",
-    page_start=90,
-    heading_path=("Combat", "Movement and Position"),
-)
-SPELLS = PassageView(
-    id=2,
-    text=(
-        "A spell's components are the physical requirements you must meet in order to cast it. "
-        "Verbal components require the chanting of mystic words."
-    ),
-    doc_key="srd",
-    doc_title="System Reference Document 5.1",
-    page_start=101,
-    heading_path=("Spellcasting", "Components"),
-)
+from tests.support.answer_passages import MOVE, SPELLS
 
 
 def test_sentences_are_exact_stripped_spans() -> None:

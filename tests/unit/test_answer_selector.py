@@ -16,7 +16,7 @@ from services.answer.backends.extractive import (
     read_sentences,
     reader_order,
 )
-from services.answer.citations import PassageView, Verdict, validate
+from services.answer.citations import Verdict, validate
 from services.answer.loop import Prompt
 from services.answer.selector import (
     ASK_FEATURES,
@@ -28,32 +28,11 @@ from services.answer.selector import (
     sentence_features,
     terms,
 )
+from tests.support.answer_passages import MOVE as READ_MOVE
+from tests.support.answer_passages import SPELLS as READ_SPELLS
 
-MOVE = PassageView(
-    id=1,
-    text=(
-        "Movement. On your turn, you can move a distance up to your speed. You can break up your movement "
-        "on your turn, using some of your speed before and after your action.\n\n"
-        "Difficult terrain costs 1 extra foot for every foot you move."
-    ),
-    doc_key="srd",
-    doc_title="System Reference Document 5.1",
-    page_start=90,
-    heading_path=("Combat", "Movement and Position"),
-    rerank_score=9.0,
-)
-SPELLS = PassageView(
-    id=2,
-    text=(
-        "A spell's components are the physical requirements you must meet in order to cast it. "
-        "Verbal components require the chanting of mystic words."
-    ),
-    doc_key="srd",
-    doc_title="System Reference Document 5.1",
-    page_start=101,
-    heading_path=("Spellcasting", "Components"),
-    rerank_score=4.0,
-)
+MOVE = dataclasses.replace(READ_MOVE, rerank_score=9.0)
+SPELLS = dataclasses.replace(READ_SPELLS, rerank_score=4.0)
 
 
 def shown(text: str, cosines: tuple[float, ...], spans: tuple[tuple[int, int], ...], **kw: object) -> Shown:
