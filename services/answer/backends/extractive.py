@@ -1,8 +1,12 @@
 """extractive: the embedded default, no language model. It quotes the sentence(s) of the shown passages that
 best answer the question, verbatim with their page, and abstains below a relevance threshold.
 
-Sentences are scored by a relevance scorer in [0, 1] (the MiniLM bi-encoder's cosine). A sentence's score
-blends its own relevance (with its heading, so a short sentence keeps its topic) and its passage's.
+By default the quote and the abstention come from the service's reading (``Reader``): the trained quote
+selector scores every sentence from its MiniLM cosine, its passage's, the careful reader's order and the
+question's words (``services.answer.selector``), and the trained answerability model's probability is held to
+its calibrated threshold. The design it replaced stays behind RULESAGE_ANSWER_SELECTOR=cosine: a sentence's
+score blends its own cosine (with its heading, so a short sentence keeps its topic) and its passage's, and the
+best score is held to calibration.json's threshold.
 """
 
 from __future__ import annotations
@@ -175,7 +179,7 @@ class Candidate:
     passage: PassageView
     start: int
     end: int
-    score: float  # SENTENCE_WEIGHT * sentence + rest * passage
+    score: float  # the selector's probability; with the cosine design, the blend of rank_sentences
 
     @property
     def text(self) -> str:
