@@ -32,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rulesage.core.metrics import auc, calibrate_threshold  # noqa: E402
+from rulesage.core.metrics import abstain_figures, answering_floor, auc, calibrate_threshold  # noqa: E402
 
 CALIBRATION = ROOT / "services" / "answer" / "calibration.json"
 QUESTIONS = "data/reranker/questions-*.jsonl"
@@ -57,13 +57,6 @@ def training_questions(per_class: int) -> list[dict[str, Any]]:
     return silent + answerable[: len(silent)]
 
 
-def answering_floor(pairs: list[tuple[float, bool]], share: float = 0.9) -> float:
-    """The highest threshold (abstain under it) that still answers ``share`` of the answerable questions."""
-    yes = sorted(s for s, ok in pairs if ok)
-    below = int(len(yes) * (1 - share))  # this many answerable questions may fall under the threshold
-    return yes[below] if yes else 0.0
-
-
 def balanced_best(pairs: list[tuple[float, bool]]) -> float:
     """The threshold (abstain under it) with the best mean of the answered share of answerable questions and
     the abstained share of silent ones."""
@@ -76,17 +69,6 @@ def balanced_best(pairs: list[tuple[float, bool]]) -> float:
         if value > best:
             best, best_t = value, (cuts[i - 1] + cut) / 2 if i else cut
     return best_t
-
-
-def figures(pairs: list[tuple[float, bool]], threshold: float) -> dict[str, float]:
-    abstained = [ok for s, ok in pairs if s < threshold]
-    silent = sum(not ok for _, ok in pairs)
-    answerable = len(pairs) - silent
-    return {
-        "answered_share_of_answerable": round(sum(s >= threshold for s, ok in pairs if ok) / answerable, 3),
-        "abstain_precision": round(sum(not ok for ok in abstained) / (len(abstained) or 1), 3),
-        "abstain_recall": round(sum(not ok for ok in abstained) / (silent or 1), 3),
-    }
 
 
 async def scores(rows: list[dict[str, Any]]) -> list[tuple[float, bool, str]]:
@@ -167,7 +149,7 @@ def main() -> int:
         "degraded_asks": degraded,
         "refused_rows": refused,
         "answerability_auc": round(auc([s for s, _ in kept], [int(ok) for _, ok in kept]), 3),
-        "figures_at_threshold": figures(kept, threshold),
+        "figures_at_threshold": abstain_figures(kept, threshold),
         "balanced_accuracy_threshold": round(balanced_best(kept), 4),
         "when": datetime.now(UTC).strftime("%Y-%m-%d"),
         "seconds": round(time.monotonic() - t0, 1),

@@ -35,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rulesage.core.metrics import auc, calibrate_threshold  # noqa: E402
+from rulesage.core.metrics import abstain_figures, answering_floor, auc, calibrate_threshold  # noqa: E402
 from services.answer.selector import (  # noqa: E402
     ASK_FEATURES,
     MODEL,
@@ -120,22 +120,6 @@ def pick(asks: list[dict[str, Any]], scores: list[np.ndarray]) -> dict[str, floa
         "asks": n,
         "sentence_holds": round(sent / (n or 1), 3),
         "passage_holds": round(passage / (n or 1), 3),
-    }
-
-
-def answering_floor(pairs: list[tuple[float, bool]], share: float = 0.9) -> float:
-    yes = sorted(s for s, ok in pairs if ok)
-    return yes[int(len(yes) * (1 - share))] if yes else 0.0
-
-
-def figures(pairs: list[tuple[float, bool]], t: float) -> dict[str, float]:
-    abstained = [ok for s, ok in pairs if s < t]
-    silent = sum(not ok for _, ok in pairs)
-    answerable = len(pairs) - silent
-    return {
-        "answered_share_of_answerable": round(sum(s >= t for s, ok in pairs if ok) / (answerable or 1), 3),
-        "abstain_precision": round(sum(not ok for ok in abstained) / (len(abstained) or 1), 3),
-        "abstain_recall": round(sum(not ok for ok in abstained) / (silent or 1), 3),
     }
 
 
@@ -248,7 +232,7 @@ def main() -> int:
             ),
             "threshold": round(threshold, 4),
             "rule": rule,
-            "figures_at_threshold": figures(pairs, threshold),
+            "figures_at_threshold": abstain_figures(pairs, threshold),
         },
     }
     print(json.dumps(report, indent=2))

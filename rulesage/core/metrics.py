@@ -141,6 +141,29 @@ class Calibration:
     n: int
 
 
+def answering_floor(pairs: Sequence[tuple[float, bool]], share: float = 0.9) -> float:
+    """Given (score, answerable) per question, the highest threshold (abstain under it) that still answers
+    ``share`` of the answerable questions."""
+    yes = sorted(s for s, ok in pairs if ok)
+    below = int(len(yes) * (1 - share))  # this many answerable questions may fall under the threshold
+    return yes[below] if yes else 0.0
+
+
+def abstain_figures(pairs: Sequence[tuple[float, bool]], threshold: float) -> dict[str, float]:
+    """What abstaining under ``threshold`` does to (score, answerable) pairs: the answered share of the
+    answerable, and the abstains' precision and recall (silent questions caught)."""
+    abstained = [ok for s, ok in pairs if s < threshold]
+    silent = sum(not ok for _, ok in pairs)
+    answerable = len(pairs) - silent
+    return {
+        "answered_share_of_answerable": round(
+            sum(s >= threshold for s, ok in pairs if ok) / (answerable or 1), 3
+        ),
+        "abstain_precision": round(sum(not ok for ok in abstained) / (len(abstained) or 1), 3),
+        "abstain_recall": round(sum(not ok for ok in abstained) / (silent or 1), 3),
+    }
+
+
 def calibrate_threshold(
     pairs: Sequence[tuple[float, bool]], min_precision: float = 0.9, min_recall: float = 0.8
 ) -> Calibration | None:

@@ -239,3 +239,16 @@ def test_the_threshold_comes_from_the_shipped_calibration_unless_overridden(tmp_
     broken.write_text('{"threshold": 7}', encoding="utf-8")
     with pytest.raises(ValueError, match="outside"):
         calibrated_threshold(broken)
+
+
+def test_the_answering_floor_and_what_a_threshold_does() -> None:
+    from rulesage.core.metrics import abstain_figures, answering_floor
+
+    pairs = [(0.1, True), (0.2, False), (0.3, True), (0.4, False)] + [(0.5 + i / 100, True) for i in range(8)]
+    assert answering_floor(pairs) == pytest.approx(0.1)  # 10 answerable: one may fall under
+    assert answering_floor(pairs, share=0.8) == pytest.approx(0.3)
+    assert abstain_figures(pairs, 0.35) == {
+        "answered_share_of_answerable": 0.8,
+        "abstain_precision": round(1 / 3, 3),
+        "abstain_recall": 0.5,
+    }
