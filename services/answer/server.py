@@ -124,11 +124,11 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
                 await pool.open(wait=False)
                 self._pool = pool
                 self.library = PgLibrary(pool)
-        if self.backend is None:
-            # loading the model happens before the service says SERVING
-            self.backend = await asyncio.to_thread(make_backend, self.settings)
+        # loading the models happens before the service says SERVING; one reader serves every backend
         if self.reader is None and self.settings.rulesage_answer_selector == "trained":
             self.reader = await asyncio.to_thread(make_reader, self.settings)
+        if self.backend is None:
+            self.backend = await asyncio.to_thread(make_backend, self.settings, self.reader)
         log.info("answer: backend %s", self.backend.identity)
 
     async def stop(self) -> None:

@@ -13,6 +13,7 @@ import pytest
 from services.answer.backends.extractive import (
     BiEncoderScorer,
     ExtractiveBackend,
+    Reader,
     read_sentences,
     reader_order,
 )
@@ -125,7 +126,8 @@ def test_the_trained_backend_quotes_the_answering_sentence_and_abstains_when_sil
     ranked, sure = read_sentences("how far can I move on my turn?", [SPELLS, MOVE], scorer, model)
     assert "move a distance up to your speed" in ranked[0].text
     assert all(0.0 <= c.score <= 1.0 for c in ranked) and 0.0 <= sure <= 1.0
-    backend = ExtractiveBackend(model.threshold, scorer=scorer, answerer=model, threshold_source="x")
+    reader = Reader(model, model.threshold, "x", scorer=scorer)
+    backend = ExtractiveBackend(model.threshold, threshold_source="x", reader=reader)
     assert backend.identity.endswith(model.identity)
     passages = (MOVE, SPELLS)
     yes = asyncio.run(backend.final_turn(Prompt("how far can I move on my turn?", "srd", passages)))

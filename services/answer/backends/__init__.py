@@ -20,8 +20,9 @@ def make_reader(settings: AnswerSettings) -> Reader:
     return Reader(load(), threshold, source)
 
 
-def make_backend(settings: AnswerSettings) -> Backend:
-    """Build the configured backend (loads its model: call it before the service says SERVING)."""
+def make_backend(settings: AnswerSettings, reader: Reader | None = None) -> Backend:
+    """Build the configured backend (loads its model: call it before the service says SERVING). The
+    extractive one quotes through ``reader``, the service's trained selector, when there is one."""
     kind = settings.rulesage_answer_backend
     if kind == "llama-cpp":
         from services.answer.backends.llama import LlamaBackend
@@ -46,9 +47,4 @@ def make_backend(settings: AnswerSettings) -> Backend:
     from services.answer.backends.extractive import ExtractiveBackend
 
     threshold, source = settings.extractive_threshold()
-    answerer = None
-    if settings.rulesage_answer_selector == "trained":
-        from services.answer.selector import load
-
-        answerer = load()
-    return ExtractiveBackend(threshold, threshold_source=source, answerer=answerer)
+    return ExtractiveBackend(threshold, threshold_source=source, reader=reader)

@@ -193,6 +193,25 @@ def sentence_inputs(p: PassageView) -> list[tuple[int, int, str]]:
     return [(s, e, head + p.text[s:e]) for s, e in sentences(p.text)]
 
 
+def cosines(
+    question: str, per: Sequence[tuple[PassageView, list[tuple[int, int, str]]]], scorer: Scorer
+) -> tuple[list[float], list[float]]:
+    """Every sentence's relevance (in order) and every passage's, from what ingest stored where the scorer
+    can read it (the MiniLM scorer), else by scoring the texts."""
+    stored = getattr(scorer, "score_sentences", None)
+    sentence = (
+        stored(question, per)
+        if stored
+        else scorer.score(question, [t for _, inputs in per for _, _, t in inputs])
+    )
+    passages = [p for p, _ in per]
+    by_vector = getattr(scorer, "score_passages", None)
+    passage = (
+        by_vector(question, passages) if by_vector else scorer.score(question, [p.text for p in passages])
+    )
+    return sentence, passage
+
+
 def rank_sentences(question: str, passages: Sequence[PassageView], scorer: Scorer) -> list[Candidate]:
     """Every sentence of every passage, best first, scored SENTENCE_WEIGHT * sentence + rest * passage, less
     the reranker-order prior.
@@ -203,16 +222,7 @@ def rank_sentences(question: str, passages: Sequence[PassageView], scorer: Score
     spans = [(p, s, e) for p, inputs in per for s, e, _ in inputs]
     if not spans:
         return []
-    stored = getattr(scorer, "score_sentences", None)
-    scores = (
-        stored(question, per)
-        if stored
-        else scorer.score(question, [t for _, inputs in per for _, _, t in inputs])
-    )
-    by_vector = getattr(scorer, "score_passages", None)
-    passage_scores = (
-        by_vector(question, passages) if by_vector else scorer.score(question, [p.text for p in passages])
-    )
+    scores, passage_scores = cosines(question, per, scorer)
     per_passage = {p.id: passage_scores[i] for i, p in enumerate(passages)}
     # the careful reader's order, when it read them (passages arrive dealt ends-first, not in order)
     reread = sorted(
@@ -247,11 +257,7 @@ def read_sentences(
     per = [(p, sentence_inputs(p)) for p in ordered]
     if not any(inputs for _, inputs in per):
         return [], 0.0
-    stored = getattr(scorer, "score_sentences", None)
-    flat = [t for _, inputs in per for _, _, t in inputs]
-    s_cos = stored(question, per) if stored else scorer.score(question, flat)
-    by_vector = getattr(scorer, "score_passages", None)
-    p_cos = by_vector(question, ordered) if by_vector else scorer.score(question, [p.text for p in ordered])
+    s_cos, p_cos = cosines(question, per, scorer)
     shown, at = [], 0
     for (p, inputs), pc in zip(per, p_cos, strict=True):
         shown.append(
@@ -351,23 +357,24 @@ class ExtractiveBackend:
         threshold: float,
         scorer: Scorer | None = None,
         threshold_source: str = "",
-        answerer: Answerer | None = None,
+        reader: Reader | None = None,
     ) -> None:
         self.threshold = threshold
         self.threshold_source = threshold_source or "given by the caller"
-        self.scorer = scorer or default_scorer()
-        self.answerer = answerer
-        reader = f"+{answerer.identity}" if answerer is not None else ""
-        self.identity = f"extractive:{self.scorer.identity}{reader}"
+        self.reader = reader
+        self.scorer = reader.scorer if reader is not None else scorer or default_scorer()
+        trained = f"+{reader.answerer.identity}" if reader is not None else ""
+        self.identity = f"extractive:{self.scorer.identity}{trained}"
 
     def _answer(self, prompt: Prompt) -> RawAnswer:
-        if prompt.reading is not None:  # the service's reading, the one every backend is given
-            ranked = from_reading(prompt.reading, prompt.passages)
-            return choose(ranked, self.threshold, prompt.reading.answerability, second=selected_second)
-        if self.answerer is None:
+        # the service's reading, the one every backend is given; read here only when it failed there
+        reading = prompt.reading
+        if reading is None and self.reader is not None:
+            reading = self.reader.read(prompt.question, prompt.passages)
+        if reading is None:
             return choose(rank_sentences(prompt.question, prompt.passages, self.scorer), self.threshold)
-        ranked, confidence = read_sentences(prompt.question, prompt.passages, self.scorer, self.answerer)
-        return choose(ranked, self.threshold, confidence, second=selected_second)
+        ranked = from_reading(reading, prompt.passages)
+        return choose(ranked, reading.threshold, reading.answerability, second=selected_second)
 
     async def open_turn(self, prompt: Prompt) -> RawAnswer | ToolRequest:
         return await self.final_turn(prompt)
