@@ -8,13 +8,14 @@ the real search (fusion + the careful reader) exactly as an ask does. Written pe
 question as the road cleaned it, whether the book answers it, the reader's split of it (``val``: held out
 from the reader's training, so its ranks are as honest there as on a new question; ``train``: the reader saw
 it), the eight shown passages in the reader's order with their text, heading, pages, reader score and
-whether each holds the row's quote (or rule), and every sentence's span, MiniLM cosine and whether it holds
-the quote. The cosines are the extractive scorer's own (stored sentence vectors where ingest drew them), so
-the features computed from this file are the ones an ask computes.
+whether each holds the row's quote (or rule), and every sentence's span, MiniLM cosines (to the question,
+and to its asked sentence alone) and whether it holds the quote. The cosines are the extractive scorer's
+own (stored sentence vectors where ingest drew them), so the features computed from this file are the
+ones an ask computes.
 
-Silent rows (``answerable`` false) are all kept; of the answerable ones every held-out row and a stable
-``--train-share`` of the others. An ask with a degraded stage is written with ``degraded`` and no
-passages: it measures nothing.
+Silent rows (``answerable`` false) and real posts (a URL source) are all kept; of the other answerable ones
+every held-out row and a stable ``--train-share`` of the others. An ask with a degraded stage is written
+with ``degraded`` and no passages: it measures nothing.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ async def collect(rows: list[Any], out_path: Path) -> dict[str, int]:
     from rulesage.road import BadQuestion, Road
     from services.answer.backends.extractive import BiEncoderScorer, sentence_inputs
     from services.answer.context import PgLibrary, with_vectors
+    from services.answer.selector import asked_sentence
     from services.answer.server import view_of
 
     road = Road()
@@ -102,6 +104,8 @@ async def collect(rows: list[Any], out_path: Path) -> dict[str, int]:
                 )
                 per = [(p, sentence_inputs(p)) for p in views]
                 s_cos = scorer.score_sentences(out.question, per)
+                asked = asked_sentence(out.question)
+                a_cos = scorer.score_sentences(asked, per) if asked != out.question.strip() else s_cos
                 p_cos = scorer.score_passages(out.question, views)
                 passages, at = [], 0
                 for (p, inputs), pc in zip(per, p_cos, strict=True):
@@ -123,6 +127,7 @@ async def collect(rows: list[Any], out_path: Path) -> dict[str, int]:
                             "start": s,
                             "end": e,
                             "cosine": round(s_cos[at + j], 6),
+                            "asked_cosine": round(a_cos[at + j], 6),
                             "holds": d["holds"] and (q.rule != "" or sentence_holds(p.text[s:e], q)),
                         }
                         for j, (s, e, _) in enumerate(inputs)
@@ -159,7 +164,8 @@ def main() -> int:
             rows.append((q, "silent"))
             continue
         split = split_of(q, ns.val_share)
-        if split == "val" or _share(q.question) < ns.train_share:
+        # every real post (a URL source): they are the questions the product is for, and the fewest
+        if split == "val" or _share(q.question) < ns.train_share or q.provenance.startswith("http"):
             rows.append((q, split))
     rows.sort(key=lambda r: hashlib.sha1(r[0].question.encode()).hexdigest())
     if ns.limit:

@@ -1,7 +1,7 @@
 """Train the quote selector and the answerability model, calibrate the abstain threshold, write the model.
 
 usage: python scripts/train_answerer.py --asks FILE [--out services/answer/model/answerer.json]
-       [--reader-seen] [--removed-weight W] [--report FILE]
+       [--answerability trees|linear] [--reader-seen] [--removed-weight W] [--report FILE] [--dry-run]
 
 ``FILE`` is what ``scripts/answer_data.py`` wrote: the training questions' asks through the real road (never
 an evaluation file; the guard ran there). The asks are split by a hash of the question: three quarters fit
@@ -12,9 +12,10 @@ so the threshold is never set on the asks a model was fitted on, nor on an evalu
   quote is a positive, every other shown sentence a negative, each ask weighing the same. By default only
   the asks the careful reader was not trained on (its held-out split) are used: on the others its order is
   better than it will be on a new question, and a selector fitted there leans on it too much.
-- The answerability model is fitted on the silent asks (the book does not answer) against the answerable
-  ones; with ``--removed-weight`` above 0, each answerable ask also counts once more with its quote-holding
-  passages taken out, as a question the shown text does not answer.
+- The answerability model (shallow gradient-boosted trees by default) is fitted on the silent asks (the
+  book does not answer) against the answerable ones, the classes weighing the same within length bands and
+  within real posts and written questions apart; with ``--removed-weight`` above 0, each answerable ask also
+  counts once more with its quote-holding passages taken out, as a question the shown text does not answer.
 - The threshold: the product's floors (abstains at least 90 % right, catching at least 80 % of the silent
   questions) when some threshold meets them on the calibration asks; else the highest that still answers 90 %
   of the answerable ones (a wrong "not in the book" is the failure the product exists to avoid).
@@ -42,6 +43,7 @@ from services.answer.selector import (  # noqa: E402
     SENTENCE_FEATURES,
     Linear,
     Shown,
+    Trees,
     ask_features,
     sentence_features,
     sigmoid,
@@ -69,6 +71,7 @@ def shown_of(rec: dict[str, Any], drop_holding: bool = False) -> list[Shown]:
             errata=p["doc_kind"] == "errata",
             spans=tuple((s["start"], s["end"]) for s in p["sentences"]),
             sentence_cosines=tuple(float(s["cosine"]) for s in p["sentences"]),
+            asked_cosines=tuple(float(s.get("asked_cosine", s["cosine"])) for s in p["sentences"]),
         )
         for p in rec["passages"]
         if not (drop_holding and p["holds"])
@@ -92,6 +95,47 @@ def baseline_scores(rec: dict[str, Any]) -> np.ndarray:
             for s in p["sentences"]
         ]
     )
+
+
+def fit_trees(x: np.ndarray, y: np.ndarray, w: np.ndarray, names: tuple[str, ...]) -> Trees:
+    """Shallow gradient-boosted trees (scikit-learn's histogram booster), read back into plain arrays: the
+    answerability signal is not linear in its features (a high best cosine means little when the question's
+    names are unseen), and depth-3 trees can say so."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    hgb = HistGradientBoostingClassifier(
+        max_depth=3,
+        max_iter=150,
+        learning_rate=0.05,
+        min_samples_leaf=20,
+        l2_regularization=1.0,
+        early_stopping=False,
+        random_state=0,
+    )
+    hgb.fit(x, y, sample_weight=w)
+    trees = []
+    for (predictor,) in hgb._predictors:
+        n = predictor.nodes
+        trees.append(
+            {
+                "feature": n["feature_idx"].astype(np.int64),
+                "threshold": n["num_threshold"].astype(np.float64),
+                "left": n["left"].astype(np.int64),
+                "right": n["right"].astype(np.int64),
+                "leaf": n["is_leaf"].astype(bool),
+                "value": n["value"].astype(np.float64),
+                "missing_left": n["missing_go_to_left"].astype(bool),
+            }
+        )
+    model = Trees(names, float(np.ravel(hgb._baseline_prediction)[0]), tuple(trees))
+    if not np.allclose(model.logits(x), hgb.decision_function(x), atol=1e-6):
+        raise SystemExit("the trees read back do not reproduce scikit-learn's scores")
+    return model
+
+
+def is_real(rec: dict[str, Any]) -> bool:
+    """A real player's post (its source is a URL), not a written question."""
+    return str(rec.get("source", "")).startswith("http")
 
 
 def fit_linear(x: np.ndarray, y: np.ndarray, w: np.ndarray, names: tuple[str, ...], c: float) -> Linear:
@@ -123,6 +167,18 @@ def pick(asks: list[dict[str, Any]], scores: list[np.ndarray]) -> dict[str, floa
     }
 
 
+def readable_json(value: Any, depth: int = 0) -> str:
+    """JSON indented by object, each list of numbers on one line (the trees are thousands of numbers)."""
+    pad = " " * (depth + 1)
+    if isinstance(value, dict) and value:
+        items = [f"{pad}{json.dumps(k)}: {readable_json(v, depth + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + " " * depth + "}"
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        items = [pad + readable_json(v, depth + 1) for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + " " * depth + "]"
+    return json.dumps(value)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--asks", required=True)
@@ -135,6 +191,12 @@ def main() -> int:
         help="the answerability model's features (comma-separated, of ASK_FEATURES)",
     )
     ap.add_argument("--c", type=float, default=1.0, help="inverse regularisation of both models")
+    ap.add_argument(
+        "--answerability",
+        choices=("linear", "trees"),
+        default="trees",
+        help="the answerability model: shallow gradient-boosted trees, or a logistic regression",
+    )
     ap.add_argument("--report", help="also write the figures here (JSON)")
     ap.add_argument("--dry-run", action="store_true", help="figures only, no model written")
     ns = ap.parse_args()
@@ -175,13 +237,14 @@ def main() -> int:
     }
 
     # -- answerability ---------------------------------------------------------------------------------------
-    ax, ay, aw, aq = [], [], [], []
+    ax, ay, aw, aq, ar = [], [], [], [], []
     for rec in fit:
         shown, lg = logits(rec)
         ax.append(ask_features(rec["question"], shown, lg))
         ay.append(bool(rec["answerable"]))
         aw.append(1.0)
         aq.append(rec["question"])
+        ar.append(is_real(rec))
         if ns.removed_weight > 0 and rec["answerable"] and any(p["holds"] for p in rec["passages"]):
             shown, lg = logits(rec, drop=True)
             if shown:
@@ -189,20 +252,26 @@ def main() -> int:
                 ay.append(False)
                 aw.append(ns.removed_weight)
                 aq.append(rec["question"])
+                ar.append(is_real(rec))
     y = np.asarray(ay)
     w = np.asarray(aw)
-    # Both classes weigh the same within each length band: the silent training questions are long posts
-    # more often than the answerable ones (87 % against 56 % of 30 words or more), and a model left to
-    # itself learns that a long question is a silent one.
-    band = np.asarray([len(q.split()) >= LONG_WORDS for q in aq])
-    for b in (False, True):
+    # Both classes weigh the same within each cell of length band and source. Length: the silent training
+    # questions are long posts more often than the answerable ones, and a model left to itself learns that a
+    # long question is a silent one. Source: real posts (a URL) apart from written questions, since real
+    # silent posts read differently from written silent ones and are far fewer.
+    band = np.asarray([(len(q.split()) >= LONG_WORDS, real) for q, real in zip(aq, ar, strict=True)])
+    cells = sorted({(bool(a), bool(b)) for a, b in band})
+    for b in cells:
         for cls in (False, True):
-            m = (band == b) & (y == cls)
+            m = (band == b).all(axis=1) & (y == cls)
             if m.any():
-                w[m] = w[m] / w[m].sum() * len(y) / 4
+                w[m] = w[m] / w[m].sum() * len(y) / (2 * len(cells))
     chosen = tuple(n for n in ASK_FEATURES if n in ns.ask_features.split(","))
     cols = [ASK_FEATURES.index(n) for n in chosen]
-    answerability = fit_linear(np.vstack(ax)[:, cols], y, w, chosen, ns.c)
+    if ns.answerability == "trees":
+        answerability: Linear | Trees = fit_trees(np.vstack(ax)[:, cols], y, w, chosen)
+    else:
+        answerability = fit_linear(np.vstack(ax)[:, cols], y, w, chosen, ns.c)
 
     def p_answer(rec: dict[str, Any]) -> float:
         shown, lg = logits(rec)
@@ -227,6 +296,13 @@ def main() -> int:
             "fit": f"{len(fit) - silent_fit} answerable + {silent_fit} silent asks"
             + (f" + removed-passage copies at weight {ns.removed_weight}" if ns.removed_weight else ""),
             "auc_calibration": round(auc([s for s, _ in pairs], [int(ok) for _, ok in pairs]), 3),
+            "auc_calibration_real_posts": round(
+                auc(
+                    [s for (s, ok), a in zip(pairs, cal, strict=True) if is_real(a)],
+                    [int(ok) for (s, ok), a in zip(pairs, cal, strict=True) if is_real(a)],
+                ),
+                3,
+            ),
             "auc_calibration_cosine_blend (before)": round(
                 auc([s for s, _ in base_pairs], [int(ok) for _, ok in base_pairs]), 3
             ),
@@ -256,11 +332,12 @@ def main() -> int:
             "removed_weight": ns.removed_weight,
             "ask_features": list(chosen),
             "c": ns.c,
+            "answerability": ns.answerability,
         },
         "figures": report,
     }
     Path(ns.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(ns.out).write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
+    Path(ns.out).write_text(readable_json(model) + "\n", encoding="utf-8")
     print(f"wrote {ns.out}", file=sys.stderr)
     return 0
 

@@ -18,6 +18,7 @@ Both are trained by ``scripts/train_answerer.py`` on the training questions' ask
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -77,7 +78,7 @@ def _bigrams(ws: Sequence[str]) -> set[tuple[str, str]]:
     return set(itertools.pairwise(ws))
 
 
-def _last_sentence(question: str) -> str:
+def asked_sentence(question: str) -> str:
     """The question's last asked sentence: a forum post tells the situation first and asks last."""
     parts = [p for p in re.split(r"(?<=[.!?])\s+", question.strip()) if p]
     asked = [p for p in parts if p.endswith("?")]
@@ -95,6 +96,12 @@ class Shown:
     errata: bool
     spans: tuple[tuple[int, int], ...]
     sentence_cosines: tuple[float, ...]
+    # each sentence's cosine to the question's asked sentence alone (empty: the question is that sentence)
+    asked_cosines: tuple[float, ...] = ()
+
+    @property
+    def asked(self) -> tuple[float, ...]:
+        return self.asked_cosines or self.sentence_cosines
 
 
 SENTENCE_FEATURES = (
@@ -112,6 +119,8 @@ SENTENCE_FEATURES = (
     "neighbour_cos",
     "best_in_passage",
     "cos_rank",
+    "asked_cos",
+    "asked_cos_gap",
     "length",
     "first",
     "heading_overlap",
@@ -123,6 +132,7 @@ ASK_FEATURES = (
     "best_gap",
     "best_cos",
     "best_passage_cos",
+    "best_asked_cos",
     "reader_top",
     "reader_top_gap",
     "coverage",
@@ -136,7 +146,7 @@ def sentence_features(question: str, shown: Sequence[Shown]) -> np.ndarray:
     """One row per sentence (passages in the reader's order, sentences in reading order)."""
     q_terms = terms(question)
     q_set = set(q_terms)
-    asked = set(terms(_last_sentence(question)))
+    asked = set(terms(asked_sentence(question)))
     q_bi = _bigrams(q_terms)
     sent_terms = [[set(terms(p.text[s:e])) for s, e in p.spans] for p in shown]
     head_terms = [set(terms(p.heading)) for p in shown]
@@ -153,6 +163,7 @@ def sentence_features(question: str, shown: Sequence[Shown]) -> np.ndarray:
     top_cos = max(all_cos, default=0.0)
     order = {v: i for i, v in enumerate(sorted(set(all_cos), reverse=True))}
     top_pcos = max((p.cosine for p in shown), default=0.0)
+    top_asked = max((c for p in shown for c in p.asked), default=0.0)
     scores = [p.rerank_score for p in shown if p.rerank_score is not None]
     top_rr = max(scores, default=0.0)
     rows = []
@@ -181,6 +192,8 @@ def sentence_features(question: str, shown: Sequence[Shown]) -> np.ndarray:
                     max(neighbours, default=cos),
                     float(cos >= best_here),
                     math.log1p(order[cos]),
+                    p.asked[j],
+                    p.asked[j] - top_asked,
                     math.log1p(e - s) / 6.0,
                     float(j == 0),
                     len(head_terms[k] & q_set) / (len(head_terms[k]) or 1),
@@ -220,6 +233,7 @@ def ask_features(question: str, shown: Sequence[Shown], logits: np.ndarray) -> n
             best - second,
             max((c for p in shown for c in p.sentence_cosines), default=0.0),
             max((p.cosine for p in shown), default=0.0),
+            max((c for p in shown for c in p.asked), default=0.0),
             top_rr / 10.0,
             (top_rr - second_rr) / 10.0,
             share,
@@ -271,6 +285,84 @@ class Linear:
         }
 
 
+@dataclass(frozen=True)
+class Trees:
+    """Gradient-boosted regression trees in log-odds: ``baseline + Σ leaf(x)``. Each tree is flat arrays,
+    node 0 the root: an inner node sends ``x[feature] <= threshold`` to ``left``, else to ``right`` (a
+    missing value where ``missing_left`` says); a leaf holds its ``value`` (the learning rate folded in)."""
+
+    names: tuple[str, ...]
+    baseline: float
+    trees: tuple[dict[str, np.ndarray], ...]
+
+    FIELDS = ("feature", "threshold", "left", "right", "leaf", "value", "missing_left")
+
+    @functools.cached_property
+    def _walks(self) -> list[tuple[list[Any], ...]]:
+        """The trees as plain lists: an ask scores one row, where a walk in Python beats numpy's per-call
+        cost."""
+        return [tuple(t[f].tolist() for f in self.FIELDS) for t in self.trees]
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        if x.size == 0:
+            return np.zeros(0)
+        walks = self._walks
+        out = []
+        for row in x.tolist():
+            total = self.baseline
+            for feature, threshold, left, right, leaf, value, missing_left in walks:
+                node = 0
+                while not leaf[node]:
+                    v = row[feature[node]]
+                    go_left = missing_left[node] if v != v else v <= threshold[node]
+                    node = left[node] if go_left else right[node]
+                total += value[node]
+            out.append(total)
+        return np.asarray(out, dtype=np.float64)
+
+    @classmethod
+    def of(cls, d: dict[str, Any], names: tuple[str, ...]) -> Trees:
+        """From the model file; the trees may read any of ``names``, in their order."""
+        mine = tuple(d["features"])
+        if not mine or mine != tuple(n for n in names if n in mine):
+            raise ValueError(f"the model's features {list(mine)} are not this code's {list(names)}")
+        kinds = {"feature": np.int64, "left": np.int64, "right": np.int64, "leaf": bool, "missing_left": bool}
+        trees = []
+        for raw in d["trees"]:
+            t = {f: np.asarray(raw[f], dtype=kinds.get(f, np.float64)) for f in cls.FIELDS}
+            n = len(t["leaf"])
+            if n == 0 or any(len(a) != n for a in t.values()):
+                raise ValueError("a tree's arrays differ in length or are empty")
+            inner = ~t["leaf"]
+            at = np.flatnonzero(inner)
+            # a child comes after its parent, so every walk ends at a leaf
+            for kids in (t["left"][inner], t["right"][inner]):
+                if np.any(kids <= at) or np.any(kids >= n):
+                    raise ValueError("a tree's child index is out of order or out of range")
+            if np.any(t["feature"][inner] < 0) or np.any(t["feature"][inner] >= len(mine)):
+                raise ValueError("a tree's feature index is out of range")
+            if not (np.isfinite(t["value"]).all() and np.isfinite(t["threshold"][inner]).all()):
+                raise ValueError("a tree's values are not finite")
+            trees.append(t)
+        baseline = float(d["baseline"])
+        if not trees or not math.isfinite(baseline):
+            raise ValueError("the model holds no trees or a non-finite baseline")
+        return cls(mine, baseline, tuple(trees))
+
+    def as_dict(self) -> dict[str, Any]:
+        def plain(f: str, a: np.ndarray) -> list[Any]:
+            if a.dtype == bool or f in ("feature", "left", "right"):
+                return [int(v) for v in a]
+            return [round(float(v), 6) for v in a]
+
+        return {
+            "kind": "trees",
+            "features": list(self.names),
+            "baseline": round(self.baseline, 6),
+            "trees": [{f: plain(f, t[f]) for f in self.FIELDS} for t in self.trees],
+        }
+
+
 def sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, x))))
 
@@ -280,18 +372,22 @@ class Answerer:
     """The two trained models and the abstain threshold calibrated with them."""
 
     selector: Linear
-    answerability: Linear
+    answerability: Linear | Trees
     threshold: float
     calibrated_on: str
     identity: str
 
     def read(self, question: str, shown: Sequence[Shown]) -> tuple[np.ndarray, float]:
         """Every sentence's selector logit, and the probability that the shown text answers the question."""
-        logits = self.selector.logits(sentence_features(question, shown))
+        logits = self.selector.logits(sentence_features(question, shown)[:, self.sentence_columns])
         if not len(logits):
             return logits, 0.0
         x = ask_features(question, shown, logits)[self.ask_columns]
         return logits, sigmoid(float(self.answerability.logits(x[None, :])[0]))
+
+    @property
+    def sentence_columns(self) -> list[int]:
+        return [SENTENCE_FEATURES.index(n) for n in self.selector.names]
 
     @property
     def ask_columns(self) -> list[int]:
@@ -305,8 +401,11 @@ def load(path: Path = MODEL) -> Answerer:
     try:
         raw = path.read_bytes()
         d = json.loads(raw)
-        selector = Linear.of(d["selector"], SENTENCE_FEATURES)
-        answerability = Linear.of(d["answerability"], ASK_FEATURES, subset=True)
+        selector = Linear.of(d["selector"], SENTENCE_FEATURES, subset=True)
+        a = d["answerability"]
+        answerability: Linear | Trees = (
+            Trees.of(a, ASK_FEATURES) if a.get("kind") == "trees" else Linear.of(a, ASK_FEATURES, subset=True)
+        )
         threshold = float(d["threshold"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"the answerer's model {path} is missing or unreadable: {exc}") from None

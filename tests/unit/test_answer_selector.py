@@ -24,7 +24,9 @@ from services.answer.selector import (
     MODEL,
     SENTENCE_FEATURES,
     Shown,
+    Trees,
     ask_features,
+    asked_sentence,
     load,
     sentence_features,
     terms,
@@ -82,6 +84,79 @@ def test_ask_row_reads_the_selectors_best_and_the_questions_coverage() -> None:
     assert row[col["unseen_terms"]] == pytest.approx(1 / 5)
 
 
+def test_the_asked_sentence_is_a_posts_last_question() -> None:
+    post = "My wizard is grappled by an ogre. I cast Misty Step. Do I escape? And can it follow me?"
+    assert asked_sentence(post) == "And can it follow me?"
+    assert asked_sentence("Can I move twice") == "Can I move twice"  # no question mark: the last sentence
+
+
+def test_the_asked_cosines_get_their_own_columns_and_default_to_the_questions() -> None:
+    col = {n: i for i, n in enumerate(SENTENCE_FEATURES)}
+    spans = ((0, 27), (28, 44))
+    plain = shown("Sneak attack once per turn. Other text here.", (0.7, 0.2), spans)
+    x = sentence_features("How often can I sneak attack?", [plain])
+    assert list(x[:, col["asked_cos"]]) == pytest.approx([0.7, 0.2])  # no asked cosines: the question's
+    asked = dataclasses.replace(plain, asked_cosines=(0.3, 0.6))
+    x = sentence_features("I am a rogue. How often can I sneak attack?", [asked])
+    assert list(x[:, col["asked_cos"]]) == pytest.approx([0.3, 0.6])
+    assert list(x[:, col["asked_cos_gap"]]) == pytest.approx([-0.3, 0.0])
+    row = ask_features("I am a rogue. How often can I sneak attack?", [asked], np.array([1.0, 0.0]))
+    assert row[ASK_FEATURES.index("best_asked_cos")] == pytest.approx(0.6)
+
+
+def test_a_model_reading_fewer_features_reads_its_own_columns(tmp_path: Path) -> None:
+    d = json.loads(MODEL.read_text(encoding="utf-8"))
+    keep = [i for i, n in enumerate(d["selector"]["features"]) if not n.startswith("asked_cos")]
+    for k in ("features", "mean", "scale", "weights"):
+        d["selector"][k] = [d["selector"][k][i] for i in keep]
+    path = tmp_path / "answerer.json"
+    path.write_text(json.dumps(d), encoding="utf-8")
+    model = load(path)
+    assert "asked_cos" not in model.selector.names
+    a = shown("Sneak attack once per turn. Other text here.", (0.7, 0.2), ((0, 27), (28, 44)))
+    logits, sure = model.read("How often can I sneak attack?", [a])
+    assert logits.shape == (2,) and 0.0 <= sure <= 1.0
+
+
+def _stump(feature: int, threshold: float, low: float, high: float) -> dict[str, list[float]]:
+    return {
+        "feature": [feature, 0, 0],
+        "threshold": [threshold, 0.0, 0.0],
+        "left": [1, 0, 0],
+        "right": [2, 0, 0],
+        "leaf": [False, True, True],
+        "value": [0.0, low, high],
+        "missing_left": [True, False, False],
+    }
+
+
+def test_trees_walk_each_row_to_its_leaves_and_add_them() -> None:
+    d = {"kind": "trees", "features": ["best", "coverage"], "baseline": 0.5}
+    d["trees"] = [_stump(0, 1.0, -1.0, 2.0), _stump(1, 0.5, -0.25, 0.25)]
+    trees = Trees.of(d, ASK_FEATURES)
+    x = np.array([[0.0, 0.9], [3.0, 0.1], [np.nan, 0.5]])
+    # row 1: -1 + 0.25; row 2: 2 - 0.25; row 3: a missing best goes left, coverage 0.5 <= 0.5 left
+    assert list(trees.logits(x)) == pytest.approx([0.5 - 0.75, 0.5 + 1.75, 0.5 - 1.25])
+    assert Trees.of(trees.as_dict(), ASK_FEATURES).logits(x) == pytest.approx(trees.logits(x))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda t: t["left"].__setitem__(0, 0),  # a child pointing back at its parent: a walk never ends
+        lambda t: t["right"].__setitem__(0, 7),
+        lambda t: t["feature"].__setitem__(0, 5),  # beyond the two features the model reads
+        lambda t: t["value"].pop(),
+        lambda t: t["value"].__setitem__(1, float("inf")),
+    ],
+)
+def test_a_broken_tree_is_refused(change) -> None:  # type: ignore[no-untyped-def]
+    tree = _stump(0, 1.0, -1.0, 2.0)
+    change(tree)
+    with pytest.raises(ValueError):
+        Trees.of({"features": ["best", "coverage"], "baseline": 0.0, "trees": [tree]}, ASK_FEATURES)
+
+
 def test_the_shipped_model_loads_and_names_its_calibration() -> None:
     model = load()
     assert model.identity.startswith("answerer@") and 0.0 < model.threshold < 1.0
@@ -95,7 +170,9 @@ def test_the_shipped_model_loads_and_names_its_calibration() -> None:
     [
         lambda d: d.pop("selector"),
         lambda d: d["selector"]["features"].reverse(),  # another code's feature order
-        lambda d: d["answerability"]["scale"].__setitem__(0, 0.0),
+        lambda d: d["selector"]["scale"].__setitem__(0, 0.0),
+        lambda d: d["answerability"]["features"].reverse(),
+        lambda d: d["answerability"].__setitem__("trees", []),
         lambda d: d["selector"]["weights"].pop(),
         lambda d: d.__setitem__("threshold", 1.5),
     ],

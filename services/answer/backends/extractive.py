@@ -193,17 +193,23 @@ def sentence_inputs(p: PassageView) -> list[tuple[int, int, str]]:
     return [(s, e, head + p.text[s:e]) for s, e in sentences(p.text)]
 
 
+def sentence_cosines(
+    question: str, per: Sequence[tuple[PassageView, list[tuple[int, int, str]]]], scorer: Scorer
+) -> list[float]:
+    """Every sentence's relevance, in order, from the vectors ingest stored where the scorer can read them
+    (the MiniLM scorer), else by scoring the texts."""
+    stored = getattr(scorer, "score_sentences", None)
+    if stored:
+        return list(stored(question, per))
+    return scorer.score(question, [t for _, inputs in per for _, _, t in inputs])
+
+
 def cosines(
     question: str, per: Sequence[tuple[PassageView, list[tuple[int, int, str]]]], scorer: Scorer
 ) -> tuple[list[float], list[float]]:
     """Every sentence's relevance (in order) and every passage's, from what ingest stored where the scorer
     can read it (the MiniLM scorer), else by scoring the texts."""
-    stored = getattr(scorer, "score_sentences", None)
-    sentence = (
-        stored(question, per)
-        if stored
-        else scorer.score(question, [t for _, inputs in per for _, _, t in inputs])
-    )
+    sentence = sentence_cosines(question, per, scorer)
     passages = [p for p, _ in per]
     by_vector = getattr(scorer, "score_passages", None)
     passage = (
@@ -251,13 +257,17 @@ def read_sentences(
 ) -> tuple[list[Candidate], float]:
     """Every sentence, best first, scored by the trained quote selector (a probability), and the trained
     answerability: the probability that the shown passages answer the question."""
-    from services.answer.selector import Shown
+    from services.answer.selector import Shown, asked_sentence
 
     ordered = reader_order(passages)
     per = [(p, sentence_inputs(p)) for p in ordered]
     if not any(inputs for _, inputs in per):
         return [], 0.0
     s_cos, p_cos = cosines(question, per, scorer)
+    # A forum post tells its situation first and asks last: each sentence's cosine to the asked sentence
+    # alone as well (one more question embedding), when the question is more than that sentence.
+    asked = asked_sentence(question)
+    a_cos = sentence_cosines(asked, per, scorer) if asked != question.strip() else []
     shown, at = [], 0
     for (p, inputs), pc in zip(per, p_cos, strict=True):
         shown.append(
@@ -269,6 +279,7 @@ def read_sentences(
                 errata=p.doc_kind == "errata",
                 spans=tuple((s, e) for s, e, _ in inputs),
                 sentence_cosines=tuple(s_cos[at : at + len(inputs)]),
+                asked_cosines=tuple(a_cos[at : at + len(inputs)]),
             )
         )
         at += len(inputs)
