@@ -229,11 +229,14 @@ def main() -> int:
 
     honest = [a for a in cal if a["answerable"] and a["split"] != "train"]
     seen = [a for a in cal if a["split"] == "train"]
+    real = [a for a in cal if a["answerable"] and is_real(a)]
     selection = {
         "cosine blend (before)": pick(honest, [baseline_scores(a) for a in honest]),
         "selector": pick(honest, [logits(a)[1] for a in honest]),
         "reader-seen asks, cosine blend": pick(seen, [baseline_scores(a) for a in seen]),
         "reader-seen asks, selector": pick(seen, [logits(a)[1] for a in seen]),
+        "real posts, cosine blend": pick(real, [baseline_scores(a) for a in real]),
+        "real posts, selector": pick(real, [logits(a)[1] for a in real]),
     }
 
     # -- answerability ---------------------------------------------------------------------------------------
