@@ -1,16 +1,17 @@
 """The quote selector and the answerability model: two small trained models over one ask's shown passages.
 
 Pure logic, no I/O. The inputs are what an ask already has: the question, the eight passages in the careful
-reader's order (with its scores), every sentence's span and MiniLM cosine, and each passage's cosine. From
-them each sentence gets a feature row (its own and its passage's relevance, where the reader put its
-passage, how much of the question's rarer words it and its passage hold, its neighbours, its length and
-place), and each ask gets one (the best sentences' scores, how much of the question the shown text covers).
+reader's order (with its scores), every sentence's span and MiniLM cosines (to the question, and to its last
+asked sentence alone), and each passage's cosine. From them each sentence gets a feature row (its own and its
+passage's relevance, where the reader put its passage, how much of the question's rarer words it and its
+passage hold, its neighbours, its length and place), and each ask gets one (the best sentences' scores, how
+much of the question the shown text covers, the question's names it never prints).
 
 - The **selector** is a logistic regression over the sentence rows: the probability that a sentence holds
   the answer. The answer quotes the best sentence (and a close second).
-- The **answerability** model is a logistic regression over the ask row: the probability that the book
-  answers the question from what is shown. The backend abstains under a threshold calibrated on held-out
-  training asks (``services/answer/model/answerer.json`` says on which).
+- The **answerability** model is shallow gradient-boosted trees (or a logistic regression) over the ask
+  row: the probability that the book answers the question from what is shown. The backend abstains under a
+  threshold calibrated on held-out training asks (``services/answer/model/answerer.json`` says on which).
 
 Both are trained by ``scripts/train_answerer.py`` on the training questions' asks through the real road
 (``scripts/answer_data.py``), never on an evaluation file; their weights are plain JSON.
@@ -353,6 +354,8 @@ class Trees:
         def plain(f: str, a: np.ndarray) -> list[Any]:
             if a.dtype == bool or f in ("feature", "left", "right"):
                 return [int(v) for v in a]
+            if f == "threshold":  # exact: a rounded split would send a row lying near it the other way
+                return [float(v) for v in a]
             return [round(float(v), 6) for v in a]
 
         return {
