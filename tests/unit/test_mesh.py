@@ -22,7 +22,8 @@ def test_every_service_folder_is_registered_and_every_entry_has_its_folder() -> 
         assert callable(svc.factory()), svc
 
 
-def test_ports_are_declared_not_positions() -> None:
+def test_ports_are_declared_not_positions(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RULESAGE_BASE_PORT", raising=False)  # the declared default, whatever the shell set
     ports = [s.port for s in mesh.MESH.values()]
     assert len(set(ports)) == len(ports)
     assert {s.name for s in mesh.grpc_services()} == set(launcher.SERVICES)
