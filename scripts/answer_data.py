@@ -65,7 +65,7 @@ async def collect(rows: list[Any], out_path: Path) -> dict[str, int]:
     from rulesage.road import BadQuestion, Road
     from services.answer.backends.extractive import BiEncoderScorer, sentence_inputs
     from services.answer.context import PgLibrary, with_vectors
-    from services.answer.selector import asked_sentence
+    from services.answer.selector import asked_apart
     from services.answer.server import view_of
 
     road = Road()
@@ -104,8 +104,8 @@ async def collect(rows: list[Any], out_path: Path) -> dict[str, int]:
                 )
                 per = [(p, sentence_inputs(p)) for p in views]
                 s_cos = scorer.score_sentences(out.question, per)
-                asked = asked_sentence(out.question)
-                a_cos = scorer.score_sentences(asked, per) if asked != out.question.strip() else s_cos
+                asked = asked_apart(out.question)
+                a_cos = scorer.score_sentences(asked, per) if asked is not None else s_cos
                 p_cos = scorer.score_passages(out.question, views)
                 passages, at = [], 0
                 for (p, inputs), pc in zip(per, p_cos, strict=True):
@@ -164,8 +164,8 @@ def main() -> int:
             rows.append((q, "silent"))
             continue
         split = split_of(q, ns.val_share)
-        # every real post (a URL source): they are the questions the product is for, and the fewest
-        if split == "val" or _share(q.question) < ns.train_share or q.provenance.startswith("http"):
+        # every real post: they are the questions the product is for, and the fewest
+        if split == "val" or _share(q.question) < ns.train_share or q.public_post:
             rows.append((q, split))
     rows.sort(key=lambda r: hashlib.sha1(r[0].question.encode()).hexdigest())
     if ns.limit:

@@ -137,8 +137,9 @@ def fit_trees(x: np.ndarray, y: np.ndarray, w: np.ndarray, names: tuple[str, ...
 
 
 def is_real(rec: dict[str, Any]) -> bool:
-    """A real player's post (its source is a URL), not a written question."""
-    return str(rec.get("source", "")).startswith("http")
+    """A real player's post (its source a URL), not a written question: ``Question.public_post`` on the
+    collected ask's ``source``."""
+    return rec.get("source", "written") != "written"
 
 
 def fit_linear(x: np.ndarray, y: np.ndarray, w: np.ndarray, names: tuple[str, ...], c: float) -> Linear:
@@ -285,6 +286,7 @@ def main() -> int:
         return sigmoid(float(answerability.logits(x[None, :])[0]))
 
     pairs = [(p_answer(a), bool(a["answerable"])) for a in cal]
+    real_pairs = [pair for pair, a in zip(pairs, cal, strict=True) if is_real(a)]
     fitted = calibrate_threshold(pairs)
     if fitted is not None:
         threshold = fitted.threshold
@@ -303,11 +305,7 @@ def main() -> int:
             + (f" + removed-passage copies at weight {ns.removed_weight}" if ns.removed_weight else ""),
             "auc_calibration": round(auc([s for s, _ in pairs], [int(ok) for _, ok in pairs]), 3),
             "auc_calibration_real_posts": round(
-                auc(
-                    [s for (s, ok), a in zip(pairs, cal, strict=True) if is_real(a)],
-                    [int(ok) for (s, ok), a in zip(pairs, cal, strict=True) if is_real(a)],
-                ),
-                3,
+                auc([s for s, _ in real_pairs], [int(ok) for _, ok in real_pairs]), 3
             ),
             "auc_calibration_cosine_blend (before)": round(
                 auc([s for s, _ in base_pairs], [int(ok) for _, ok in base_pairs]), 3

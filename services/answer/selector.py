@@ -86,6 +86,13 @@ def asked_sentence(question: str) -> str:
     return (asked or parts or [question])[-1]
 
 
+def asked_apart(question: str) -> str | None:
+    """The asked sentence, when the question is more than it (its sentences are then scored against it
+    too); None when the question is that sentence."""
+    asked = asked_sentence(question)
+    return asked if asked != question.strip() else None
+
+
 @dataclass(frozen=True)
 class Shown:
     """One shown passage as the selector reads it, in the reader's order."""
@@ -388,11 +395,11 @@ class Answerer:
         x = ask_features(question, shown, logits)[self.ask_columns]
         return logits, sigmoid(float(self.answerability.logits(x[None, :])[0]))
 
-    @property
+    @functools.cached_property
     def sentence_columns(self) -> list[int]:
         return [SENTENCE_FEATURES.index(n) for n in self.selector.names]
 
-    @property
+    @functools.cached_property
     def ask_columns(self) -> list[int]:
         return [ASK_FEATURES.index(n) for n in self.answerability.names]
 

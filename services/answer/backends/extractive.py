@@ -257,7 +257,7 @@ def read_sentences(
 ) -> tuple[list[Candidate], float]:
     """Every sentence, best first, scored by the trained quote selector (a probability), and the trained
     answerability: the probability that the shown passages answer the question."""
-    from services.answer.selector import Shown, asked_sentence
+    from services.answer.selector import Shown, asked_apart
 
     ordered = reader_order(passages)
     per = [(p, sentence_inputs(p)) for p in ordered]
@@ -266,8 +266,8 @@ def read_sentences(
     s_cos, p_cos = cosines(question, per, scorer)
     # A forum post tells its situation first and asks last: each sentence's cosine to the asked sentence
     # alone as well (one more question embedding), when the question is more than that sentence.
-    asked = asked_sentence(question)
-    a_cos = sentence_cosines(asked, per, scorer) if asked != question.strip() else []
+    asked = asked_apart(question)
+    a_cos = sentence_cosines(asked, per, scorer) if asked is not None else []
     shown, at = [], 0
     for (p, inputs), pc in zip(per, p_cos, strict=True):
         shown.append(

@@ -53,6 +53,11 @@ class Question:
     provenance: str = "written"  # 'written', or the URL of the public post the question came from
     answerable: bool = True  # False: on topic, but the book does not answer it (no quote, no rule)
 
+    @property
+    def public_post(self) -> bool:
+        """A real player's public post (its provenance a URL), not a written question."""
+        return self.provenance != "written"
+
 
 @dataclass
 class Group:
@@ -245,7 +250,7 @@ def build_groups(
         if pos is None:
             counts["no-passage-holds-quote"] += 1
             continue
-        counts["provenance-" + ("written" if q.provenance == "written" else "public-qa")] += 1
+        counts["provenance-" + ("public-qa" if q.public_post else "written")] += 1
         todo.append((q, fam, pos, supporters))
     if pseudo:
         per_family = max(pseudo // max(len(indexes), 1), 1)
