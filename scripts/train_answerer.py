@@ -48,6 +48,7 @@ from services.answer.selector import (  # noqa: E402
     sentence_features,
     sigmoid,
 )
+from services.rerank.train.data import is_public_post  # noqa: E402
 
 LONG_WORDS = 30  # a forum-style post
 RERANK_PRIOR, SENTENCE_WEIGHT = 0.02, 0.7  # the cosine blend the selector replaces (extractive.py)
@@ -137,9 +138,8 @@ def fit_trees(x: np.ndarray, y: np.ndarray, w: np.ndarray, names: tuple[str, ...
 
 
 def is_real(rec: dict[str, Any]) -> bool:
-    """A real player's post (its source a URL), not a written question: ``Question.public_post`` on the
-    collected ask's ``source``."""
-    return rec.get("source", "written") != "written"
+    """A real player's post, not a written question: the collected ask's ``source`` by the questions' rule."""
+    return is_public_post(rec.get("source", "written"))
 
 
 def fit_linear(x: np.ndarray, y: np.ndarray, w: np.ndarray, names: tuple[str, ...], c: float) -> Linear:

@@ -41,6 +41,11 @@ EVAL_DIR = shared_dir() / "eval"
 GOLD = EVAL_DIR / "gold-dev.jsonl"
 
 
+def is_public_post(provenance: str) -> bool:
+    """A real player's public post (its provenance a URL), not a written question."""
+    return provenance != "written"
+
+
 @dataclass(frozen=True)
 class Question:
     game: str
@@ -55,8 +60,7 @@ class Question:
 
     @property
     def public_post(self) -> bool:
-        """A real player's public post (its provenance a URL), not a written question."""
-        return self.provenance != "written"
+        return is_public_post(self.provenance)
 
 
 @dataclass
