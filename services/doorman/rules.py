@@ -26,7 +26,7 @@ from services.doorman import lexicon
 from services.doorman.normalise import plain, squeeze, unmasked
 
 # Bump when a rule changes: the exam report names the rules it was measured on.
-RULES_VERSION = "3"
+RULES_VERSION = "4"
 
 
 class Decision(StrEnum):
@@ -104,7 +104,12 @@ _MARKUP = [
     ),
     (
         "a template expression",
-        _rx(r"\{\{.*?\}\}|\{%.*?%\}|\$\{[^}]*\}|\#\{[^}]*\}|\[\[.*?\]\]|<%.*?%>|\{\{|\}\}"),
+        # [[Card Name]] is how players name a card (the card matcher reads it): brackets around a name's
+        # letters, spaces and , ' - ! & : / are a card; anything else inside them is a template
+        _rx(
+            r"\{\{.*?\}\}|\{%.*?%\}|\$\{[^}]*\}|\#\{[^}]*\}|<%.*?%>|\{\{|\}\}"
+            r"|\[\[(?!(?:[^\W_]|[ ,'\u2019!&:/-]){1,100}\]\]).*?\]\]"
+        ),
     ),
     (
         "a shell command",

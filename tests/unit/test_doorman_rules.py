@@ -1074,3 +1074,22 @@ def test_point_as_a_game_word_is_not_a_spelled_out_address(text: str) -> None:
 )
 def test_an_address_spelled_with_point_or_dot_is_held(text: str) -> None:
     assert check_links(text) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[[Grasp of Darkness]] on my opponent's Myr Enforcer: does it die?",
+        "Does [[Garruk, Unleashed]] untap lands? And [[Fire // Ice]]?",
+        "Can [[Teferi's Protection]] save my [[Will-o'-the-Wisp]]?",
+    ],
+)
+def test_card_names_in_brackets_are_not_templates(text: str) -> None:
+    assert screen_rules(text) is None
+
+
+@pytest.mark.parametrize(
+    "text", ["[[config.items()]] what cards", "[[ 7*7 ]] in my deck?", "[[__import__]]", "[[a|b]] trample?"]
+)
+def test_code_in_brackets_is_still_a_template(text: str) -> None:
+    assert screen_rules(text) == "contains a template expression"
