@@ -1,5 +1,5 @@
 """The ingest pipeline: a shelf manifest -> Postgres (documents, pages, sections, passages, postings, vectors,
-releases, errata links, aliases, category maps).
+releases, errata links, aliases, category maps, card tables).
 
 One transaction per document: a file that cannot be read fails alone (``ingest_failures`` and the summary
 say why) and the rest continues. A document whose file is unchanged (sha256) is skipped, so re-running an
@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from rulesage.core.categories import MapError
 from rulesage.db import connect
+from rulesage.ingest import cards as card_table
 from rulesage.ingest import categories, store
 from rulesage.ingest.aliases import store_document_aliases
 from rulesage.ingest.errata import relink_amended
@@ -50,6 +51,9 @@ class IngestSummary:
     aliases: int = 0
     category_maps: int = 0  # games whose category map was loaded (rulesage.ingest.categories)
     category_passages: int = 0  # (category, passage) pairs those maps select
+    card_tables: int = 0  # games whose card table was loaded or found unchanged (rulesage.ingest.cards)
+    cards: int = 0  # cards those tables hold
+    cards_written: int = 0  # of which: inserted or rewritten in this run
     seconds: float = 0.0
     parse_seconds: float = 0.0  # extraction (overlaps embedding: the next document is parsed meanwhile)
     embed_seconds: float = 0.0
@@ -67,7 +71,8 @@ class IngestSummary:
             f"{len(self.failed)} failed; {self.pages} pages, {self.sections} sections, "
             f"{self.passages} passages, {self.embedded} embedded "
             f"({self.reembedded_changed} changed in new releases), {self.retired} retired, "
-            f"{self.superseded} superseded, {self.aliases} aliases, {self.category_maps} category maps"
+            f"{self.superseded} superseded, {self.aliases} aliases, {self.category_maps} category maps, "
+            f"{self.cards} cards ({self.cards_written} written)"
             f" in {self.seconds:.1f}s"
         )
 
@@ -106,6 +111,7 @@ def ingest_shelf(
             run.check_space()
             run.documents()
             run.category_maps(categories_dir)
+            run.card_tables()
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_INGEST_LOCK,))
     summary.seconds = time.perf_counter() - started
@@ -328,6 +334,26 @@ class _Run:
             store.clear_failures(self.conn, key, str(path))
             self.summary.category_maps += 1
             self.summary.category_passages += loaded.passages
+
+    def card_tables(self) -> None:
+        """Load every game's card table (after its books: the book's own words decide which names are
+        plain); one that fails is reported and the stored one stays."""
+        for g in self.shelf.games:
+            if g.cards is None:
+                continue
+            key = f"{g.slug}:cards"
+            try:
+                with self.conn.transaction():
+                    loaded = card_table.load(
+                        self.conn, self.game_ids[g.slug], g.slug, g.cards, self.family_ids[g.family]
+                    )
+            except card_table.CardTableError as exc:
+                self._record(key, str(g.cards), f"card table rejected: {exc}")
+                continue
+            store.clear_failures(self.conn, key, str(g.cards))
+            self.summary.card_tables += 1
+            self.summary.cards += loaded.cards
+            self.summary.cards_written += loaded.written
 
     def _fail(self, entry: DocumentEntry, error: str) -> None:
         self._record(entry.key, str(entry.path), error)

@@ -3,7 +3,9 @@
 Format (see ../shared/corpus/shelf.toml)::
 
     [[game]]      slug, name, family, optional categories (the game's category map, a TOML file relative
-                  to the manifest: question categories -> the book's sections; rulesage.core.categories)
+                  to the manifest: question categories -> the book's sections; rulesage.core.categories),
+                  optional cards (the game's card table, gzip JSON lines relative to the manifest:
+                  every card's text and official rulings; rulesage.ingest.cards)
     [[document]]  game | family, key, title, kind, path (relative to the manifest), licence,
                   optional version (a later release of the same key replaces the earlier one) and
                   amends (key of the book an errata/faq document corrects)
@@ -30,6 +32,7 @@ class GameEntry:
     name: str
     family: str
     categories: Path | None = None  # absolute path of the game's category map, if it has one
+    cards: Path | None = None  # absolute path of the game's card table, if it has one
 
 
 @dataclass(frozen=True)
@@ -126,12 +129,19 @@ def parse_shelf(
             categories = (base / rel_map).resolve()
             if check_files and not categories.is_file():
                 raise ShelfError(f"{what}: missing category map {rel_map!r} (looked for {categories})")
+        cards = None
+        rel_cards = _opt(g, "cards", what)
+        if rel_cards is not None:
+            cards = (base / rel_cards).resolve()
+            if check_files and not cards.is_file():
+                raise ShelfError(f"{what}: missing card table {rel_cards!r} (looked for {cards})")
         games.append(
             GameEntry(
                 slug=slug,
                 name=_req(g, "name", what),
                 family=_req(g, "family", what),
                 categories=categories,
+                cards=cards,
             )
         )
     by_slug = {g.slug: g for g in games}
