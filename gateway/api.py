@@ -29,7 +29,9 @@ from gateway.context import (
     session_id,
 )
 from rulesage import rulings
+from rulesage.core.cards import name_key
 from rulesage.core.models import (
+    CardSearch,
     Games,
     Queue,
     RatingResult,
@@ -38,6 +40,7 @@ from rulesage.core.models import (
     RulingPublic,
     Wall,
 )
+from rulesage.store import cards as card_store
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api")
@@ -77,6 +80,48 @@ async def list_games(
 ) -> dict[str, Any]:
     async with ctx(request).pool.connection() as conn:
         return {"games": await shelf.games(conn, q, family)}
+
+
+CARD_QUERY_MIN = 2  # one letter starts a thousand names: the search waits for a second
+
+
+@router.get(
+    "/cards",
+    summary="Cards of a game's card table by name (prefix or near spelling), for the page's autocomplete",
+    response_model=CardSearch,
+    responses={404: {"description": "unknown game"}, 422: {"description": "too short or too long"}},
+)
+async def find_cards(
+    request: Request,
+    q: Annotated[str, Query(max_length=100, description="What was typed of a card's name.")],
+    game: Annotated[
+        str, Query(max_length=200, description="The game's slug; may be left out while one game has cards.")
+    ] = "",
+    limit: Annotated[int, Query(ge=1, le=50)] = 10,
+) -> dict[str, Any]:
+    if len(name_key(q)) < CARD_QUERY_MIN:
+        raise HTTPException(422, f"Type at least {CARD_QUERY_MIN} letters of a card's name.")
+    async with ctx(request).pool.connection() as conn:
+        if not game:
+            with_cards = await card_store.games_with_cards(conn)
+            if len(with_cards) != 1:
+                named = ", ".join(with_cards) or "none"
+                raise HTTPException(422, f"Name the game (games with a card table: {named}).")
+            game = with_cards[0]
+        g = await shelf.game(conn, game)
+        if g is None:
+            raise HTTPException(404, f"There is no game {game!r} on the shelf.")
+        if not g["cards"]:
+            return {"game": game, "q": q, "cards": [], "note": "This game has no card table."}
+        found = await card_store.search(conn, g["id"], q, limit)
+    return {
+        "game": game,
+        "q": q,
+        "cards": [
+            {"name": c.name, "type_line": c.type_line, "mana_cost": c.mana_cost, "similarity": c.similarity}
+            for c in found
+        ],
+    }
 
 
 @router.post("/ask", summary="Ask a rules question; returns the stored ruling with its id and wrench")

@@ -59,4 +59,13 @@ async def game(conn: Any, slug: str) -> dict[str, Any] | None:
         {"key": b[0], "title": b[1], "kind": b[2], "version": b[3], "pages": int(b[4])}
         for b in await cur.fetchall()
     ]
-    return {"slug": row[1], "name": row[2], "family": row[3], "books": books}
+    cur = await conn.execute("SELECT cards FROM card_tables WHERE game_id = %s", (row[0],))
+    table = await cur.fetchone()
+    return {
+        "id": row[0],
+        "slug": row[1],
+        "name": row[2],
+        "family": row[3],
+        "books": books,
+        "cards": int(table[0]) if table else 0,  # the game's card table's size; 0: it has none
+    }

@@ -133,6 +133,15 @@ def view(ruling: dict[str, Any], trace_url: str = "") -> dict[str, Any]:
         "answer": wrench.get("answer") or {},
         "priors": wrench.get("priors") or {},
         "aliases": wrench.get("aliases") or [],
+        "cards": [
+            {
+                "name": c.get("name", ""),
+                "written": c.get("written", ""),
+                "how": c.get("how", ""),
+                "searched": bool(c.get("searched")),
+            }
+            for c in wrench.get("cards") or []
+        ],
         "timings": timings,
         "search_span_ms": _num(wrench.get("search_span_ms")),
         "answer_ms": _num(wrench.get("answer_ms")),

@@ -117,14 +117,18 @@ class ArmClient:
         if late:
             raise TimeoutError("not reachable: " + ", ".join(late))
 
-    async def fan_out(self, question: str, game: str, deadline: float, limit: int = 0) -> FanOut:
-        """Ask every arm about ``question`` in ``game`` before ``deadline`` (time.monotonic())."""
+    async def fan_out(
+        self, question: str, game: str, deadline: float, limit: int = 0, cards_text: str = ""
+    ) -> FanOut:
+        """Ask every arm about ``question`` in ``game`` before ``deadline`` (time.monotonic()).
+        ``cards_text``: what the cards the question names say; the lexical arm and the embedder then add a
+        lane that searches the question followed by it."""
         self.open()
 
         def left() -> float:
             return max(0.01, deadline - time.monotonic())
 
-        req = arm_pb2.ArmRequest(question=question, game=game, limit=limit)
+        req = arm_pb2.ArmRequest(question=question, game=game, limit=limit, cards_text=cards_text)
         at_once = {
             s.name: asyncio.ensure_future(
                 _timed(
@@ -144,12 +148,17 @@ class ArmClient:
             embed = await _timed(
                 self.embedder.name,
                 lambda: arm_pb2_grpc.EmbedderStub(self.channels[self.embedder.name]).Embed(
-                    arm_pb2.EmbedRequest(question=question, game=game), timeout=left()
+                    arm_pb2.EmbedRequest(question=question, game=game, cards_text=cards_text),
+                    timeout=left(),
                 ),
             )
             if embed.state is StageState.OK and embed.result is not None:
                 vreq = arm_pb2.ArmRequest(
-                    question=question, game=game, vectors=embed.result.vectors, limit=limit
+                    question=question,
+                    game=game,
+                    vectors=embed.result.vectors,
+                    limit=limit,
+                    cards_text=cards_text,
                 )
                 done = await asyncio.gather(
                     *(

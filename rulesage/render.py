@@ -27,6 +27,16 @@ def ruling_text(r: dict[str, Any]) -> str:
     ]
     for c in r.get("citations", []):
         lines.append(f'  > "{c["quote"]}" — {_where(c)}')
+    if r.get("cards"):
+        lines.append("")
+        lines.append("Cards in this question (what they do; not the book):")
+        for card in r["cards"]:
+            head = " · ".join(x for x in (card["name"], card.get("type_line", ""), card.get("pt", "")) if x)
+            lines.append(f"  - {head}: {(card.get('oracle') or '(no rules text)').replace(chr(10), ' ')}")
+            for ruling in card.get("rulings", [])[:3]:
+                lines.append(
+                    textwrap.fill(ruling, 100, initial_indent="      ruling: ", subsequent_indent="        ")
+                )
     if r["verdict"] != "answered" and r.get("passages"):
         lines.append("")
         lines.append("Passages found:")

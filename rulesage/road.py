@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
+from google.protobuf import json_format
 
 from rulesage import db, rulings, runner, telemetry
 from rulesage.arms import describe
@@ -99,6 +100,13 @@ def _category(status: fusion_pb2.ArmStatus) -> dict[str, Any] | None:
     }
 
 
+def card_dict(c: common_pb2.NamedCard) -> dict[str, Any]:
+    """A named card as the wrench keeps it: every field of the contract, empty ones included."""
+    return json_format.MessageToDict(
+        c, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
+
+
 def _arm_state(value: int) -> str:
     """The contract's StageState enum as the core's state word (STAGE_STATE_OK -> "ok")."""
     return StageState.from_proto_name(common_pb2.StageState.Name(value)).value
@@ -119,6 +127,7 @@ class SearchOutcome:
     timings: list[dict[str, Any]] = field(default_factory=list)
     deadline: float = 0.0  # time.monotonic() by which the search span must end
     question_vector: list[float] = field(default_factory=list)  # from fusion's embedder; [] when it failed
+    cards: list[common_pb2.NamedCard] = field(default_factory=list)  # the cards the question names
 
     def passages_json(self) -> list[dict[str, Any]]:
         return [passage_dict(p) for p in self.passages]
@@ -202,6 +211,7 @@ class Road:
         out.timings.append({"stage": "road.fuse_call", "ms": round((time.perf_counter() - t0) * 1000, 2)})
         out.candidates = list(res.passages)
         out.question_vector = list(res.question_vector)
+        out.cards = list(res.cards)
         out.models["embed"] = res.embed_model
         out.timings.extend({"stage": t.stage, "ms": round(t.ms, 2)} for t in res.timings)
         out.wrench.update(
@@ -222,6 +232,7 @@ class Road:
             ceiling=res.ceiling,
             ceiling_formula=rrf.ceiling_formula(len(res.voted), res.k),
             aliases=list(res.aliases),
+            cards=[card_dict(c) for c in res.cards],
         )
         return res
 
@@ -288,6 +299,7 @@ class Road:
             "verdict": verdict,
             "citations": citations,
             "passages": out.passages_json(),
+            "cards": wrench.get("cards", []),
             "wrench": wrench,
             "models": out.models,
             "trace_id": out.trace_id,
@@ -347,6 +359,7 @@ class Road:
                     question=out.question,
                     game=out.game,
                     passages=out.passages,
+                    cards=out.cards,
                     priors=[
                         answer_pb2.PriorRuling(
                             question=p["question"],

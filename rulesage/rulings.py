@@ -78,6 +78,7 @@ def _row(row: tuple[Any, ...]) -> dict[str, Any]:
     out = dict(zip(keys, row, strict=True))
     out["created_at"] = out["created_at"].isoformat()
     out["retired_at"] = out["retired_at"].isoformat() if out["retired_at"] else None
+    out["cards"] = (out["wrench"] or {}).get("cards", [])  # stored once, in the wrench
     return out
 
 

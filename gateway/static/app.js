@@ -14,6 +14,48 @@
     update();
   });
 
+  // Card names: what is typed is looked up (GET /api/cards) for the list; a picked name goes into the
+  // question as [[Name]], the mark the card matcher reads as a card for certain.
+  var finder = document.getElementById("card-finder");
+  if (finder && window.fetch) {
+    var nameBox = document.getElementById("card-name");
+    var options = document.getElementById("card-names");
+    var question = document.getElementById("question");
+    var base = finder.getAttribute("data-cards");
+    var timer = null;
+    var latest = "";
+    nameBox.addEventListener("input", function () {
+      var typed = nameBox.value.trim();
+      var picked = Array.prototype.some.call(options.options, function (o) { return o.value === typed; });
+      if (picked) {
+        var mark = "[[" + typed + "]]";
+        question.value = question.value ? question.value.replace(/\s*$/, " ") + mark : mark;
+        question.dispatchEvent(new Event("input"));
+        nameBox.value = "";
+        options.textContent = "";
+        return;
+      }
+      clearTimeout(timer);
+      if (typed.length < 2) return;
+      timer = setTimeout(function () {
+        latest = typed;
+        fetch(base + encodeURIComponent(typed), { headers: { Accept: "application/json" } })
+          .then(function (r) { return r.ok ? r.json() : { cards: [] }; })
+          .then(function (data) {
+            if (latest !== typed) return;
+            options.textContent = "";
+            (data.cards || []).forEach(function (c) {
+              var o = document.createElement("option");
+              o.value = c.name;
+              o.label = c.type_line;
+              options.appendChild(o);
+            });
+          })
+          .catch(function () {});
+      }, 150);
+    });
+  }
+
   // Ask with a live stream: passages found first (from the search), then the ruling when it is written.
   var form = document.getElementById("ask");
   if (!form || !window.fetch || !window.TextDecoder || !window.ReadableStream) return;

@@ -105,6 +105,23 @@ class Timing(_Model):
     ms: float
 
 
+class NamedCard(_Model):
+    """A card the question names, from the game's card table: what it says and its official rulings.
+    Context, never a citation: a ruling cites the book."""
+
+    name: str
+    written: str = ""  # the question's words for it
+    how: str = ""  # name | face | nickname | short | near (a near spelling)
+    type_line: str = ""
+    mana_cost: str = ""
+    oracle: str = ""
+    pt: str = ""
+    loyalty: str = ""
+    other_face: str = ""
+    rulings: list[str] = Field(default_factory=list)
+    searched: bool = False  # its text joined the search (the lanes lexical.cards and dense.cards)
+
+
 class Wrench(_Model):
     """Where a ruling came from: which lists voted, each candidate's ranks and scores, the derived
     ceiling, the guarantees that fired, each stage's state, and the timings."""
@@ -116,6 +133,7 @@ class Wrench(_Model):
     ceiling: float = 0.0
     ceiling_formula: str = ""
     aliases: list[str] = Field(default_factory=list)
+    cards: list[NamedCard] = Field(default_factory=list)  # the cards the question names
     candidates: list[Candidate] = Field(default_factory=list)
     guarantees_fired: list[str] = Field(default_factory=list)
     rerank: RerankInfo | None = None
@@ -170,6 +188,7 @@ class Ruling(_Model):
     verdict: Verdict
     citations: list[Citation] = Field(default_factory=list)
     passages: list[PassageView] = Field(default_factory=list)
+    cards: list[NamedCard] = Field(default_factory=list)  # the cards the question names (as in the wrench)
     wrench: Wrench
     models: dict[str, str] = Field(default_factory=dict)
     trace_id: str = ""
@@ -234,6 +253,22 @@ class GameSummary(_Model):
 
 class Games(_Model):
     games: list[GameSummary]
+
+
+class CardFound(_Model):
+    name: str
+    type_line: str = ""
+    mana_cost: str = ""
+    similarity: float = 0.0  # trigram similarity of the typed text to the name, 0..1
+
+
+class CardSearch(_Model):
+    """GET /api/cards: cards of one game's card table whose names start with, or are near, what was typed."""
+
+    game: str
+    q: str
+    cards: list[CardFound] = Field(default_factory=list)
+    note: str = ""  # why nothing could be found (the game has no card table), else ""
 
 
 class RulingSummary(_Model):

@@ -25,23 +25,23 @@ _sym_db = _symbol_database.Default()
 from rulesage.v1 import common_pb2 as rulesage_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18rulesage/v1/answer.proto\x12\x0brulesage.v1\x1a\x18rulesage/v1/common.proto\"\x81\x01\n\rAnswerRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12&\n\x08passages\x18\x03 \x03(\x0b\x32\x14.rulesage.v1.Passage\x12(\n\x06priors\x18\x04 \x03(\x0b\x32\x18.rulesage.v1.PriorRuling\"J\n\x0bPriorRuling\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x0e\n\x06\x61nswer\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\x12\n\n\x02id\x18\x04 \x01(\t\"\xa1\x01\n\x08\x43itation\x12\x12\n\npassage_id\x18\x01 \x01(\x03\x12\r\n\x05quote\x18\x02 \x01(\t\x12\r\n\x05start\x18\x03 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x04 \x01(\x05\x12\x0c\n\x04page\x18\x05 \x01(\x05\x12\x0f\n\x07\x64oc_key\x18\x06 \x01(\t\x12\x11\n\tdoc_title\x18\x07 \x01(\t\x12\x13\n\x0b\x64oc_version\x18\x08 \x01(\t\x12\x0f\n\x07rule_id\x18\t \x01(\t\"\x90\x02\n\x0c\x41nswerResult\x12%\n\x07verdict\x18\x01 \x01(\x0e\x32\x14.rulesage.v1.Verdict\x12\x0e\n\x06\x61nswer\x18\x02 \x01(\t\x12(\n\tcitations\x18\x03 \x03(\x0b\x32\x15.rulesage.v1.Citation\x12\r\n\x05model\x18\x04 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x05 \x01(\x05\x12\x12\n\nrejections\x18\x06 \x03(\t\x12\x12\n\nconfidence\x18\x07 \x01(\x01\x12)\n\x07timings\x18\x08 \x03(\x0b\x32\x18.rulesage.v1.StageTiming\x12\x11\n\tthreshold\x18\t \x01(\x01\x12\x18\n\x10threshold_source\x18\n \x01(\t*R\n\x07Verdict\x12\x17\n\x13VERDICT_UNSPECIFIED\x10\x00\x12\x0c\n\x08\x41NSWERED\x10\x01\x12\x0f\n\x0bNOT_IN_BOOK\x10\x02\x12\x0f\n\x0bUNAVAILABLE\x10\x03\x32K\n\x08\x41nswerer\x12?\n\x06\x41nswer\x12\x1a.rulesage.v1.AnswerRequest\x1a\x19.rulesage.v1.AnswerResultb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18rulesage/v1/answer.proto\x12\x0brulesage.v1\x1a\x18rulesage/v1/common.proto\"\xa8\x01\n\rAnswerRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12&\n\x08passages\x18\x03 \x03(\x0b\x32\x14.rulesage.v1.Passage\x12(\n\x06priors\x18\x04 \x03(\x0b\x32\x18.rulesage.v1.PriorRuling\x12%\n\x05\x63\x61rds\x18\x05 \x03(\x0b\x32\x16.rulesage.v1.NamedCard\"J\n\x0bPriorRuling\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x0e\n\x06\x61nswer\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\x12\n\n\x02id\x18\x04 \x01(\t\"\xa1\x01\n\x08\x43itation\x12\x12\n\npassage_id\x18\x01 \x01(\x03\x12\r\n\x05quote\x18\x02 \x01(\t\x12\r\n\x05start\x18\x03 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x04 \x01(\x05\x12\x0c\n\x04page\x18\x05 \x01(\x05\x12\x0f\n\x07\x64oc_key\x18\x06 \x01(\t\x12\x11\n\tdoc_title\x18\x07 \x01(\t\x12\x13\n\x0b\x64oc_version\x18\x08 \x01(\t\x12\x0f\n\x07rule_id\x18\t \x01(\t\"\x90\x02\n\x0c\x41nswerResult\x12%\n\x07verdict\x18\x01 \x01(\x0e\x32\x14.rulesage.v1.Verdict\x12\x0e\n\x06\x61nswer\x18\x02 \x01(\t\x12(\n\tcitations\x18\x03 \x03(\x0b\x32\x15.rulesage.v1.Citation\x12\r\n\x05model\x18\x04 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x05 \x01(\x05\x12\x12\n\nrejections\x18\x06 \x03(\t\x12\x12\n\nconfidence\x18\x07 \x01(\x01\x12)\n\x07timings\x18\x08 \x03(\x0b\x32\x18.rulesage.v1.StageTiming\x12\x11\n\tthreshold\x18\t \x01(\x01\x12\x18\n\x10threshold_source\x18\n \x01(\t*R\n\x07Verdict\x12\x17\n\x13VERDICT_UNSPECIFIED\x10\x00\x12\x0c\n\x08\x41NSWERED\x10\x01\x12\x0f\n\x0bNOT_IN_BOOK\x10\x02\x12\x0f\n\x0bUNAVAILABLE\x10\x03\x32K\n\x08\x41nswerer\x12?\n\x06\x41nswer\x12\x1a.rulesage.v1.AnswerRequest\x1a\x19.rulesage.v1.AnswerResultb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'rulesage.v1.answer_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_VERDICT']._serialized_start=714
-  _globals['_VERDICT']._serialized_end=796
+  _globals['_VERDICT']._serialized_start=753
+  _globals['_VERDICT']._serialized_end=835
   _globals['_ANSWERREQUEST']._serialized_start=68
-  _globals['_ANSWERREQUEST']._serialized_end=197
-  _globals['_PRIORRULING']._serialized_start=199
-  _globals['_PRIORRULING']._serialized_end=273
-  _globals['_CITATION']._serialized_start=276
-  _globals['_CITATION']._serialized_end=437
-  _globals['_ANSWERRESULT']._serialized_start=440
-  _globals['_ANSWERRESULT']._serialized_end=712
-  _globals['_ANSWERER']._serialized_start=798
-  _globals['_ANSWERER']._serialized_end=873
+  _globals['_ANSWERREQUEST']._serialized_end=236
+  _globals['_PRIORRULING']._serialized_start=238
+  _globals['_PRIORRULING']._serialized_end=312
+  _globals['_CITATION']._serialized_start=315
+  _globals['_CITATION']._serialized_end=476
+  _globals['_ANSWERRESULT']._serialized_start=479
+  _globals['_ANSWERRESULT']._serialized_end=751
+  _globals['_ANSWERER']._serialized_start=837
+  _globals['_ANSWERER']._serialized_end=912
 # @@protoc_insertion_point(module_scope)

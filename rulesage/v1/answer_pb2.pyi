@@ -20,16 +20,18 @@ NOT_IN_BOOK: Verdict
 UNAVAILABLE: Verdict
 
 class AnswerRequest(_message.Message):
-    __slots__ = ("question", "game", "passages", "priors")
+    __slots__ = ("question", "game", "passages", "priors", "cards")
     QUESTION_FIELD_NUMBER: _ClassVar[int]
     GAME_FIELD_NUMBER: _ClassVar[int]
     PASSAGES_FIELD_NUMBER: _ClassVar[int]
     PRIORS_FIELD_NUMBER: _ClassVar[int]
+    CARDS_FIELD_NUMBER: _ClassVar[int]
     question: str
     game: str
     passages: _containers.RepeatedCompositeFieldContainer[_common_pb2.Passage]
     priors: _containers.RepeatedCompositeFieldContainer[PriorRuling]
-    def __init__(self, question: _Optional[str] = ..., game: _Optional[str] = ..., passages: _Optional[_Iterable[_Union[_common_pb2.Passage, _Mapping]]] = ..., priors: _Optional[_Iterable[_Union[PriorRuling, _Mapping]]] = ...) -> None: ...
+    cards: _containers.RepeatedCompositeFieldContainer[_common_pb2.NamedCard]
+    def __init__(self, question: _Optional[str] = ..., game: _Optional[str] = ..., passages: _Optional[_Iterable[_Union[_common_pb2.Passage, _Mapping]]] = ..., priors: _Optional[_Iterable[_Union[PriorRuling, _Mapping]]] = ..., cards: _Optional[_Iterable[_Union[_common_pb2.NamedCard, _Mapping]]] = ...) -> None: ...
 
 class PriorRuling(_message.Message):
     __slots__ = ("question", "answer", "score", "id")

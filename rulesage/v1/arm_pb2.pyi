@@ -18,12 +18,14 @@ class Vector(_message.Message):
     def __init__(self, lane: _Optional[str] = ..., text: _Optional[str] = ..., values: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class EmbedRequest(_message.Message):
-    __slots__ = ("question", "game")
+    __slots__ = ("question", "game", "cards_text")
     QUESTION_FIELD_NUMBER: _ClassVar[int]
     GAME_FIELD_NUMBER: _ClassVar[int]
+    CARDS_TEXT_FIELD_NUMBER: _ClassVar[int]
     question: str
     game: str
-    def __init__(self, question: _Optional[str] = ..., game: _Optional[str] = ...) -> None: ...
+    cards_text: str
+    def __init__(self, question: _Optional[str] = ..., game: _Optional[str] = ..., cards_text: _Optional[str] = ...) -> None: ...
 
 class AliasMatch(_message.Message):
     __slots__ = ("alias", "term", "evidence")
@@ -48,16 +50,18 @@ class EmbedResult(_message.Message):
     def __init__(self, vectors: _Optional[_Iterable[_Union[Vector, _Mapping]]] = ..., aliases: _Optional[_Iterable[_Union[AliasMatch, _Mapping]]] = ..., model: _Optional[str] = ..., timings: _Optional[_Iterable[_Union[_common_pb2.StageTiming, _Mapping]]] = ...) -> None: ...
 
 class ArmRequest(_message.Message):
-    __slots__ = ("question", "game", "vectors", "limit")
+    __slots__ = ("question", "game", "vectors", "limit", "cards_text")
     QUESTION_FIELD_NUMBER: _ClassVar[int]
     GAME_FIELD_NUMBER: _ClassVar[int]
     VECTORS_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    CARDS_TEXT_FIELD_NUMBER: _ClassVar[int]
     question: str
     game: str
     vectors: _containers.RepeatedCompositeFieldContainer[Vector]
     limit: int
-    def __init__(self, question: _Optional[str] = ..., game: _Optional[str] = ..., vectors: _Optional[_Iterable[_Union[Vector, _Mapping]]] = ..., limit: _Optional[int] = ...) -> None: ...
+    cards_text: str
+    def __init__(self, question: _Optional[str] = ..., game: _Optional[str] = ..., vectors: _Optional[_Iterable[_Union[Vector, _Mapping]]] = ..., limit: _Optional[int] = ..., cards_text: _Optional[str] = ...) -> None: ...
 
 class ArmHit(_message.Message):
     __slots__ = ("passage_id", "rank", "score", "lane")

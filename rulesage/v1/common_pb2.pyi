@@ -79,3 +79,29 @@ class Passage(_message.Message):
     has_rerank_score: bool
     amends: str
     def __init__(self, id: _Optional[int] = ..., text: _Optional[str] = ..., doc_key: _Optional[str] = ..., doc_title: _Optional[str] = ..., doc_kind: _Optional[str] = ..., doc_version: _Optional[str] = ..., game: _Optional[str] = ..., page_start: _Optional[int] = ..., page_end: _Optional[int] = ..., heading_path: _Optional[_Iterable[str]] = ..., rule_id: _Optional[str] = ..., section_id: _Optional[int] = ..., fused_score: _Optional[float] = ..., ranks: _Optional[_Iterable[_Union[ArmRank, _Mapping]]] = ..., rerank_score: _Optional[float] = ..., has_rerank_score: _Optional[bool] = ..., amends: _Optional[str] = ...) -> None: ...
+
+class NamedCard(_message.Message):
+    __slots__ = ("name", "written", "how", "type_line", "mana_cost", "oracle", "pt", "loyalty", "other_face", "rulings", "searched")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    WRITTEN_FIELD_NUMBER: _ClassVar[int]
+    HOW_FIELD_NUMBER: _ClassVar[int]
+    TYPE_LINE_FIELD_NUMBER: _ClassVar[int]
+    MANA_COST_FIELD_NUMBER: _ClassVar[int]
+    ORACLE_FIELD_NUMBER: _ClassVar[int]
+    PT_FIELD_NUMBER: _ClassVar[int]
+    LOYALTY_FIELD_NUMBER: _ClassVar[int]
+    OTHER_FACE_FIELD_NUMBER: _ClassVar[int]
+    RULINGS_FIELD_NUMBER: _ClassVar[int]
+    SEARCHED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    written: str
+    how: str
+    type_line: str
+    mana_cost: str
+    oracle: str
+    pt: str
+    loyalty: str
+    other_face: str
+    rulings: _containers.RepeatedScalarFieldContainer[str]
+    searched: bool
+    def __init__(self, name: _Optional[str] = ..., written: _Optional[str] = ..., how: _Optional[str] = ..., type_line: _Optional[str] = ..., mana_cost: _Optional[str] = ..., oracle: _Optional[str] = ..., pt: _Optional[str] = ..., loyalty: _Optional[str] = ..., other_face: _Optional[str] = ..., rulings: _Optional[_Iterable[str]] = ..., searched: _Optional[bool] = ...) -> None: ...

@@ -35,7 +35,7 @@ class ArmStatus(_message.Message):
     def __init__(self, arm: _Optional[str] = ..., state: _Optional[_Union[_common_pb2.StageState, str]] = ..., detail: _Optional[str] = ..., hits: _Optional[int] = ..., ms: _Optional[float] = ..., category: _Optional[_Union[_arm_pb2.Category, _Mapping]] = ...) -> None: ...
 
 class FuseResult(_message.Message):
-    __slots__ = ("passages", "voted", "k", "ceiling", "arms", "timings", "aliases", "embed_model", "question_vector")
+    __slots__ = ("passages", "voted", "k", "ceiling", "arms", "timings", "aliases", "embed_model", "question_vector", "cards")
     PASSAGES_FIELD_NUMBER: _ClassVar[int]
     VOTED_FIELD_NUMBER: _ClassVar[int]
     K_FIELD_NUMBER: _ClassVar[int]
@@ -45,6 +45,7 @@ class FuseResult(_message.Message):
     ALIASES_FIELD_NUMBER: _ClassVar[int]
     EMBED_MODEL_FIELD_NUMBER: _ClassVar[int]
     QUESTION_VECTOR_FIELD_NUMBER: _ClassVar[int]
+    CARDS_FIELD_NUMBER: _ClassVar[int]
     passages: _containers.RepeatedCompositeFieldContainer[_common_pb2.Passage]
     voted: _containers.RepeatedScalarFieldContainer[str]
     k: int
@@ -54,4 +55,5 @@ class FuseResult(_message.Message):
     aliases: _containers.RepeatedScalarFieldContainer[str]
     embed_model: str
     question_vector: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, passages: _Optional[_Iterable[_Union[_common_pb2.Passage, _Mapping]]] = ..., voted: _Optional[_Iterable[str]] = ..., k: _Optional[int] = ..., ceiling: _Optional[float] = ..., arms: _Optional[_Iterable[_Union[ArmStatus, _Mapping]]] = ..., timings: _Optional[_Iterable[_Union[_common_pb2.StageTiming, _Mapping]]] = ..., aliases: _Optional[_Iterable[str]] = ..., embed_model: _Optional[str] = ..., question_vector: _Optional[_Iterable[float]] = ...) -> None: ...
+    cards: _containers.RepeatedCompositeFieldContainer[_common_pb2.NamedCard]
+    def __init__(self, passages: _Optional[_Iterable[_Union[_common_pb2.Passage, _Mapping]]] = ..., voted: _Optional[_Iterable[str]] = ..., k: _Optional[int] = ..., ceiling: _Optional[float] = ..., arms: _Optional[_Iterable[_Union[ArmStatus, _Mapping]]] = ..., timings: _Optional[_Iterable[_Union[_common_pb2.StageTiming, _Mapping]]] = ..., aliases: _Optional[_Iterable[str]] = ..., embed_model: _Optional[str] = ..., question_vector: _Optional[_Iterable[float]] = ..., cards: _Optional[_Iterable[_Union[_common_pb2.NamedCard, _Mapping]]] = ...) -> None: ...

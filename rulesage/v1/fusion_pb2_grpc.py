@@ -38,6 +38,9 @@ class FusionStub:
     best single rank, then by passage id.
     - Reports the lists that voted and the ceiling derived from them: ceiling = len(voted) / (k + 1), never a
     constant. An arm that fails or runs past the deadline is reported in `arms` and never fails the ask.
+    - A game with a card table: the cards the question names are found first (rulesage.core.cards); what the
+    first few say joins the search as the lanes "lexical.cards" and "dense.cards", and every named card is
+    returned in `cards`.
     - INVALID_ARGUMENT: empty question, question over the length cap, unknown game slug.
     """
 
@@ -67,6 +70,9 @@ class FusionServicer:
     best single rank, then by passage id.
     - Reports the lists that voted and the ceiling derived from them: ceiling = len(voted) / (k + 1), never a
     constant. An arm that fails or runs past the deadline is reported in `arms` and never fails the ask.
+    - A game with a card table: the cards the question names are found first (rulesage.core.cards); what the
+    first few say joins the search as the lanes "lexical.cards" and "dense.cards", and every named card is
+    returned in `cards`.
     - INVALID_ARGUMENT: empty question, question over the length cap, unknown game slug.
     """
 
@@ -105,6 +111,9 @@ class Fusion:
     best single rank, then by passage id.
     - Reports the lists that voted and the ceiling derived from them: ceiling = len(voted) / (k + 1), never a
     constant. An arm that fails or runs past the deadline is reported in `arms` and never fails the ask.
+    - A game with a card table: the cards the question names are found first (rulesage.core.cards); what the
+    first few say joins the search as the lanes "lexical.cards" and "dense.cards", and every named card is
+    returned in `cards`.
     - INVALID_ARGUMENT: empty question, question over the length cap, unknown game slug.
     """
 

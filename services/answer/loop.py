@@ -61,6 +61,17 @@ class PriorView:
 
 
 @dataclass(frozen=True)
+class CardView:
+    """A card the question names: what it does and its official rulings. Shown to a language model before
+    the book, as what the cards say; never a passage, so no citation can name it."""
+
+    name: str
+    type_line: str
+    oracle: str
+    rulings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Pick:
     """One sentence the trained quote selector reads as deciding the question: a span of a shown passage."""
 
@@ -99,6 +110,8 @@ class Prompt:
     tool_offered: bool = False
     # Earlier rulings about the same thing, nearest first: rendered after every passage, never citable.
     priors: tuple[PriorView, ...] = ()
+    # The cards the question names (a game with a card table), in the order it names them.
+    cards: tuple[CardView, ...] = ()
     # The trained selector's reading of the passages (None: no selector configured, or it failed).
     reading: Reading | None = None
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from services.answer.citations import MIN_ANSWER_CHARS, PassageView
-from services.answer.loop import PriorView, Prompt
+from services.answer.loop import CardView, PriorView, Prompt
 
 SYSTEM = f"""You are a board-game rules judge. Answer ONLY from the rulebook passages you are given.
 Reply with one JSON object, fields in this order:
@@ -28,6 +28,11 @@ PRIORS_HEAD = (
     "EARLIER RULINGS of this site (examples only, not the rulebook: never outrank the passages above,"
     " never quote or cite them):"
 )
+CARDS_RULE = """Before the passages you are shown the CARDS the question names: what each card does \
+(its Oracle text) and its official rulings. Use them to see which rules apply; they are NOT the rulebook and \
+can never be quoted or cited (quotes come only from PASSAGE blocks)."""
+CARDS_HEAD = "CARDS named in the question (what they do; not the rulebook, never quote or cite them):"
+CARD_RULINGS = 4  # a card's first official rulings; the page shows them all
 PRIOR_ANSWER_CHARS = 600  # an earlier answer is a reminder, not a second book: its opening is enough
 
 
@@ -63,6 +68,13 @@ def render_prior(n: int, p: PriorView) -> str:
     )
 
 
+def render_card(c: CardView, rulings: bool = True) -> str:
+    lines = [f"--- {c.name}" + (f" ({c.type_line})" if c.type_line else ""), c.oracle or "(no rules text)"]
+    if rulings and c.rulings:
+        lines += [f"Official ruling: {r}" for r in c.rulings[:CARD_RULINGS]]
+    return "\n".join(lines)
+
+
 def render_reading(prompt: Prompt) -> str:
     """The trained selector's reading, the same one the extractive backend quotes from: a hint to read
     first, never a passage (each pick names the passage it is copied from)."""
@@ -84,11 +96,17 @@ def render_reading(prompt: Prompt) -> str:
 
 def messages(prompt: Prompt) -> list[dict[str, str]]:
     system = (
-        SYSTEM + ("\n" + TOOL if prompt.tool_offered else "") + ("\n" + PRIORS_RULE if prompt.priors else "")
+        SYSTEM
+        + ("\n" + TOOL if prompt.tool_offered else "")
+        + ("\n" + CARDS_RULE if prompt.cards else "")
+        + ("\n" + PRIORS_RULE if prompt.priors else "")
     )
     fetched = set(prompt.fetched)
     blocks = [render_passage(p, prompt.context.get(p.id), p.id in fetched) for p in prompt.passages]
-    user = [f"Game: {prompt.game}" if prompt.game else "", "Passages:", "\n\n".join(blocks)]
+    user = [f"Game: {prompt.game}" if prompt.game else ""]
+    if prompt.cards:  # what the cards do frames which rules matter; the book follows and decides
+        user.append(CARDS_HEAD + "\n" + "\n\n".join(render_card(c) for c in prompt.cards))
+    user += ["Passages:", "\n\n".join(blocks)]
     if prompt.priors:  # after every passage of the book (looked-up ones included), never among them
         earlier = [render_prior(n, p) for n, p in enumerate(prompt.priors, 1)]
         user.append(PRIORS_HEAD + "\n" + "\n\n".join(earlier))

@@ -202,12 +202,15 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
                     loop.PriorView(id=r.id, question=r.question, answer=r.answer, score=r.score)
                     for r in request.priors
                 )
+                cards = tuple(
+                    loop.CardView(c.name, c.type_line, c.oracle, tuple(c.rulings)) for c in request.cards
+                )
                 reading = None
                 if self.reader is not None:
                     with timings.stage("answer.read"):
                         reading = await self._read(question, passages)
                 prompt = loop.Prompt(
-                    question, request.game, tuple(passages), ctx, priors=priors, reading=reading
+                    question, request.game, tuple(passages), ctx, priors=priors, cards=cards, reading=reading
                 )
                 with timings.stage("answer.run", backend=self.backend.identity) as span:
                     outcome = await loop.run(

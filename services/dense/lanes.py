@@ -42,11 +42,13 @@ def matching(question: str, aliases: list[Alias], most: int = 3) -> list[Alias]:
     return found
 
 
-def lanes(question: str, matches: list[Alias]) -> list[Lane]:
+def lanes(question: str, matches: list[Alias], cards_text: str = "") -> list[Lane]:
+    """The question's lanes; with ``cards_text`` (what the cards it names say) one more, "dense.cards"."""
+    extra = [Lane("dense.cards", f"{question} {cards_text}")] if cards_text else []
     if not matches:
-        return [Lane("dense", question)]
+        return [Lane("dense", question), *extra]
     nudges = " ".join(f"[{m.alias.lower()} ({m.term.lower()})]" for m in matches)
     canonical = question
     for m in matches:
         canonical = _pattern(m.alias).sub(m.term, canonical)
-    return [Lane("dense.expanded", f"{question} {nudges}"), Lane("dense.canonical", canonical)]
+    return [Lane("dense.expanded", f"{question} {nudges}"), Lane("dense.canonical", canonical), *extra]

@@ -74,7 +74,7 @@ class DenseService(DbService, arm_pb2_grpc.ArmServicer, arm_pb2_grpc.EmbedderSer
             with timings.stage("dense.aliases", game=game.slug) as span:
                 matches = lanes_mod.matching(question, await self.aliases(game.family_id))
                 span.set_attribute("aliases.matched", len(matches))
-        lanes = lanes_mod.lanes(question, matches)
+        lanes = lanes_mod.lanes(question, matches, request.cards_text.strip())
         with timings.stage("dense.embed", lanes=len(lanes)):
             vecs = await asyncio.to_thread(self.embedder.embed_queries, [ln.text for ln in lanes])
         return arm_pb2.EmbedResult(

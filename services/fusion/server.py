@@ -6,15 +6,18 @@ in the result and never fails the ask."""
 from __future__ import annotations
 
 import time
+from typing import Literal
 
 import grpc
 from pydantic import Field
 
 from rulesage.arms import ArmClient
 from rulesage.config import CommonSettings, load
+from rulesage.core import cards as card_core
 from rulesage.core import rrf
 from rulesage.core.models import StageState
 from rulesage.dbservice import DbService
+from rulesage.store import cards as card_store
 from rulesage.store import passages
 from rulesage.telemetry import Timings
 from rulesage.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc
@@ -28,6 +31,17 @@ class FusionSettings(CommonSettings):
     # Off by default: measured on both gold sets it cost 3 points of fused recall@8 (README). The wrench
     # names every echo either way.
     rulesage_fusion_one_ballot: bool = False
+    # What the cards a question names say joins the search (games with a card table):
+    #   lanes    the lanes "lexical.cards" and "dense.cards" vote beside the question's own;
+    #   replace  they vote instead of the question's own lexical and dense lanes;
+    #   off      the cards are found and shown, never searched.
+    # Measured on both gold sets' MTG questions (README, "The card table").
+    rulesage_card_search: Literal["lanes", "replace", "off"] = "lanes"
+    # How long a game's card names stay cached (a reloaded table is read again after this), seconds.
+    rulesage_card_names_ttl_s: float = Field(300.0, gt=0)
+
+
+CARD_LANES = {"lexical.cards": "lexical", "dense.cards": "dense"}
 
 
 class FusionService(DbService, fusion_pb2_grpc.FusionServicer):
@@ -38,6 +52,7 @@ class FusionService(DbService, fusion_pb2_grpc.FusionServicer):
         super().__init__()
         self.fusion_settings = load(FusionSettings)
         self.arms = ArmClient()
+        self._card_names: dict[int, tuple[float, card_core.CardIndex | None]] = {}
 
     def register(self, server: grpc.aio.Server) -> None:
         fusion_pb2_grpc.add_FusionServicer_to_server(self, server)
@@ -49,6 +64,49 @@ class FusionService(DbService, fusion_pb2_grpc.FusionServicer):
     async def stop(self) -> None:
         await self.arms.close()
         await super().stop()
+
+    async def card_index(self, game_id: int) -> card_core.CardIndex | None:
+        """The game's card names, ready to match (None: the game has no card table); cached a while."""
+        cached = self._card_names.get(game_id)
+        if cached and time.monotonic() - cached[0] < self.fusion_settings.rulesage_card_names_ttl_s:
+            return cached[1]
+        async with self.pool.connection() as conn:
+            index = None
+            if await card_store.table_size(conn, game_id) is not None:
+                index = card_core.CardIndex.build(await card_store.names(conn, game_id))
+        self._card_names[game_id] = (time.monotonic(), index)
+        return index
+
+    async def named_cards(self, question: str, game_id: int) -> list[common_pb2.NamedCard]:
+        """The cards the question names, with their text and rulings; the first few marked searched."""
+        index = await self.card_index(game_id)
+        if index is None:
+            return []
+        mentions = index.find(question)
+        async with self.pool.connection() as conn:
+            found = await card_store.cards(conn, [m.card_id for m in mentions])
+        out: list[common_pb2.NamedCard] = []
+        for m in mentions:
+            c = found.get(m.card_id)
+            if c is None:  # the table was reloaded since the names were cached
+                continue
+            out.append(
+                common_pb2.NamedCard(
+                    name=c.name,
+                    written=m.written,
+                    how=m.how,
+                    type_line=c.type_line,
+                    mana_cost=c.mana_cost,
+                    oracle=c.oracle,
+                    pt=c.pt,
+                    loyalty=c.loyalty,
+                    other_face=c.other_face,
+                    rulings=c.rulings,
+                    searched=len(out) < card_core.SEARCHED_CARDS
+                    and self.fusion_settings.rulesage_card_search != "off",
+                )
+            )
+        return out
 
     async def hydrate(self, fused: list[rrf.Fused]) -> list[common_pb2.Passage]:
         async with self.pool.connection() as conn:
@@ -91,12 +149,20 @@ class FusionService(DbService, fusion_pb2_grpc.FusionServicer):
             budget = max(0.05, min(budget, remaining - 0.25))
         deadline = time.monotonic() + budget
         timings = Timings(self.name)
+        with timings.stage("fusion.cards", game=game.slug) as span:
+            named = await self.named_cards(question, game.id)
+            span.set_attribute("cards.named", len(named))
+        searched = [c for c in named if c.searched]
+        cards_text = card_core.search_text((c.name, c.type_line, c.oracle) for c in searched)
         with timings.stage("fusion.arms", game=game.slug) as span:
-            fan = await self.arms.fan_out(question, game.slug, deadline)
+            fan = await self.arms.fan_out(question, game.slug, deadline, cards_text=cards_text)
             span.set_attribute("arms.ok", sum(o.state is StageState.OK for o in fan.outcomes))
         lists = fan.lists()
         echo = rrf.echoes(lists)
         silenced = echo if self.fusion_settings.rulesage_fusion_one_ballot else {}
+        if self.fusion_settings.rulesage_card_search == "replace":
+            # the cards' lanes vote instead of the question's own (only where they came back)
+            silenced = {**silenced, **{own: card for card, own in CARD_LANES.items() if card in lists}}
         voted = [lane for lane in lists if lane not in silenced]
         with timings.stage("fusion.rrf", lists=len(voted)):
             fused = rrf.fuse({lane: lists[lane] for lane in voted}, rrf.K, limit)
@@ -111,6 +177,7 @@ class FusionService(DbService, fusion_pb2_grpc.FusionServicer):
             aliases=[f"{a.alias} -> {a.term}" for a in (fan.embed.aliases if fan.embed else [])],
             embed_model=fan.embed.model if fan.embed else "",
             question_vector=fan.question_vector(),
+            cards=named,
         )
         for o in fan.outcomes:
             hits = len(o.result.hits) if o.result is not None else 0

@@ -1,6 +1,9 @@
-"""lexical.Search: a thin servicer around bm25.search."""
+"""lexical.Search: a thin servicer around bm25.search. With the text of the cards a question names, a
+second lane ("lexical.cards") searches the question followed by that text."""
 
 from __future__ import annotations
+
+import asyncio
 
 import grpc
 
@@ -26,15 +29,23 @@ class LexicalService(DbService, arm_pb2_grpc.ArmServicer):
         game = await self.game(request.game)
         limit = min(request.limit or DEFAULT_LIMIT, 200)
         timings = Timings(self.name)
-        with timings.stage("lexical.search", game=game.slug, limit=limit) as span:
+        queries = {"lexical": question}
+        if request.cards_text.strip():
+            queries["lexical.cards"] = f"{question} {request.cards_text.strip()}"
+
+        async def lane(text: str) -> list[bm25.Hit]:
             async with self.pool.connection() as conn:
-                hits = await bm25.search(conn, question, game.family_id, limit)
-            span.set_attribute("candidates.out", len(hits))
+                return list(await bm25.search(conn, text, game.family_id, limit))
+
+        with timings.stage("lexical.search", game=game.slug, limit=limit, lanes=len(queries)) as span:
+            found = await asyncio.gather(*(lane(q) for q in queries.values()))
+            span.set_attribute("candidates.out", sum(len(h) for h in found))
         return arm_pb2.ArmResult(
             arm="lexical",
-            lanes=["lexical"],
+            lanes=list(queries),
             hits=[
-                arm_pb2.ArmHit(passage_id=h.passage_id, rank=i, score=h.score, lane="lexical")
+                arm_pb2.ArmHit(passage_id=h.passage_id, rank=i, score=h.score, lane=name)
+                for name, hits in zip(queries, found, strict=True)
                 for i, h in enumerate(hits, 1)
             ],
             timings=timings.proto(),

@@ -278,3 +278,49 @@ def test_an_earlier_ruling_is_offered_as_asked_before_until_a_judge_retires_it(
     assert not d.find_elements(By.CSS_SELECTOR, f'li.prior[data-ruling="{fid}"]')  # type: ignore[attr-defined]
     again = _ask_api(gateway, ANOTHER)
     assert fid not in [p["id"] for p in again["asked_before"]]  # type: ignore[union-attr]
+
+
+def test_a_question_that_names_a_card_shows_what_the_card_does(gateway: str, browser: object) -> None:
+    d = browser
+    d.get(f"{gateway}/games/duel")  # type: ignore[attr-defined]
+    finder = d.find_element(By.ID, "card-name")  # type: ignore[attr-defined]
+    finder.send_keys("grasp of gl")
+    # the names come from GET /api/cards as the player types; picking one puts it in the question, marked
+    WebDriverWait(d, 10).until(
+        lambda drv: (
+            "Grasp of Gloom"
+            in [o.get_attribute("value") for o in drv.find_elements(By.CSS_SELECTOR, "#card-names option")]
+        )
+    )
+    finder.clear()
+    finder.send_keys("Grasp of Gloom")
+    WebDriverWait(d, 10).until(
+        lambda drv: "[[Grasp of Gloom]]" in drv.find_element(By.ID, "question").get_attribute("value")
+    )
+    d.find_element(By.ID, "question").send_keys(" on my opponent's Iron Golem: can it be regenerated?")  # type: ignore[attr-defined]
+    d.find_element(By.CSS_SELECTOR, "#ask button[type=submit]").click()  # type: ignore[attr-defined]
+    WebDriverWait(d, 180).until(ec.url_contains("/rulings/"))
+    WebDriverWait(d, 10).until(ec.presence_of_element_located((By.ID, "cards")))
+    cards = d.find_element(By.ID, "cards")  # type: ignore[attr-defined]
+    assert "CARDS IN THIS QUESTION" in cards.text.upper() and "not the book" in cards.text
+    grasp = cards.find_element(By.CSS_SELECTOR, 'li.named-card[data-card="Grasp of Gloom"]')
+    assert "Target creature gets -4/-4 until end of turn." in grasp.text and "Instant" in grasp.text
+    grasp.find_element(By.CSS_SELECTOR, ".card-rulings > summary").click()
+    assert "It can't be regenerated." in grasp.find_element(By.CSS_SELECTOR, ".card-rulings").text
+    golem = cards.find_element(By.CSS_SELECTOR, 'li.named-card[data-card="Iron Golem"]')
+    assert "3/3" in golem.text
+    # the citations are the book's alone: no card text is cited
+    for quote in d.find_elements(By.CSS_SELECTOR, ".citation blockquote"):  # type: ignore[attr-defined]
+        assert "-4/-4" not in quote.text
+    wrench = _open_wrench(d)
+    assert "Grasp of Gloom" in d.find_element(By.ID, "wrench-cards").get_attribute("textContent")  # type: ignore[attr-defined]
+    assert "lexical.cards" in wrench and "dense.cards" in wrench
+    ARTIFACTS.mkdir(exist_ok=True)
+    d.save_screenshot(str(ARTIFACTS / "ruling-cards.png"))  # type: ignore[attr-defined]
+    # the same ruling as JSON carries the cards with their text and rulings
+    rid = d.current_url.rsplit("/", 1)[-1].split("?")[0]  # type: ignore[attr-defined]
+    with urllib.request.urlopen(f"{gateway}/api/rulings/{rid}", timeout=30) as resp:
+        ruling = json.loads(resp.read())
+    named = {c["name"]: c for c in ruling["cards"]}
+    assert set(named) == {"Grasp of Gloom", "Iron Golem"}
+    assert named["Grasp of Gloom"]["rulings"] and named["Grasp of Gloom"]["searched"] is True

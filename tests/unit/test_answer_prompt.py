@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from services.answer.citations import PassageView, Rejection
 from services.answer.context import build_context, surroundings
-from services.answer.loop import PriorView, Prompt
+from services.answer.loop import CardView, PriorView, Prompt
 from services.answer.prompt import messages
 
 BEFORE = "Combat rounds last six seconds. " * 20
@@ -98,6 +98,26 @@ def test_earlier_rulings_come_after_every_passage_labelled_as_never_citable() ->
     assert len(earlier) < 900  # a long earlier answer is cut to its opening
     without = messages(Prompt("how far can I move?", "dnd-5e-srd", (kept,)))
     assert "EARLIER RULINGS" not in without[0]["content"] + without[1]["content"]
+
+
+def test_named_cards_come_before_the_passages_labelled_as_never_citable() -> None:
+    kept = PassageView(id=7, text="A creature with toughness 0 or less is put into its owner's graveyard.")
+    rulings = tuple(f"Ruling {i} on the card." for i in range(1, 7))
+    grasp = CardView("Grasp of Darkness", "Instant", "Target creature gets -4/-4 until end of turn.", rulings)
+    golem = CardView("Myr Enforcer", "Artifact Creature — Myr", "")
+    prompt = Prompt("does it die?", "mtg", (kept,), cards=(grasp, golem))
+    system, user = messages(prompt)
+    body = user["content"]
+    assert "they are NOT the rulebook" in system["content"]
+    head = body.index("CARDS named in the question")
+    assert head < body.index("PASSAGE 7 (quote from here)") < body.index("Question: does it die?")
+    cards = body[head : body.index("Passages:")]
+    assert "--- Grasp of Darkness (Instant)\nTarget creature gets -4/-4" in cards
+    assert "Official ruling: Ruling 4 on the card." in cards and "Ruling 5" not in cards  # the first few
+    assert "--- Myr Enforcer (Artifact Creature — Myr)\n(no rules text)" in cards
+    assert "passage_id" not in cards
+    without = messages(Prompt("does it die?", "mtg", (kept,)))
+    assert "CARDS" not in without[0]["content"] + without[1]["content"]
 
 
 def test_a_language_model_is_shown_the_selectors_reading_after_the_passages() -> None:

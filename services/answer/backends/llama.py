@@ -73,13 +73,19 @@ class LlamaBackend(ChatBackend):
 
     def _fit(self, prompt: Prompt) -> list[dict[str, str]]:
         """The rendered prompt; when it would not fit the window, first without the earlier rulings (the
-        least of what it is shown), then without the surrounding context too."""
+        least of what it is shown), then without the cards' official rulings (their text stays), then
+        without the surrounding context too."""
         budget = self.n_ctx - self.max_tokens
         msgs = messages(prompt)
         if self._tokens(msgs) <= budget:
             return msgs
         if prompt.priors:
             prompt = replace(prompt, priors=())
+            msgs = messages(prompt)
+            if self._tokens(msgs) <= budget:
+                return msgs
+        if any(c.rulings for c in prompt.cards):
+            prompt = replace(prompt, cards=tuple(replace(c, rulings=()) for c in prompt.cards))
             msgs = messages(prompt)
             if self._tokens(msgs) <= budget:
                 return msgs
