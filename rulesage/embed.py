@@ -209,7 +209,11 @@ class Embedder:
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         """One vector per question (truncated to the window: questions are short)."""
         wins = [self._windows(QUERY_PREFIX + t)[0] for t in texts]
-        return self._run(wins)
+        # lanes of very different lengths (a question and the question with its cards' text) run apart: one
+        # batch would pad the short one to the long one's width and pay for it
+        lengths = [len(w) for w in wins]
+        apart = len(wins) > 1 and max(lengths) > 1.5 * min(lengths)
+        return self._run(wins, batch=1 if apart else 32)
 
     def embed_passages(self, texts: list[str], batch: int = 32) -> np.ndarray:
         """One vector per passage covering all of it (window vectors averaged by token weight)."""
