@@ -15,6 +15,7 @@ import hashlib
 import logging
 import os
 import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,21 +72,25 @@ def export_onnx(out_dir: Path, variant: str = "int8") -> Path:
 
         ids = torch.ones((2, 16), dtype=torch.long)
         tmp = fp32.with_suffix(".tmp")
-        torch.onnx.export(
-            Encoder(),
-            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
-            str(tmp),
-            input_names=["input_ids", "attention_mask", "token_type_ids"],
-            output_names=["last_hidden_state"],
-            dynamic_axes={
-                "input_ids": {0: "batch", 1: "seq"},
-                "attention_mask": {0: "batch", 1: "seq"},
-                "token_type_ids": {0: "batch", 1: "seq"},
-                "last_hidden_state": {0: "batch", 1: "seq"},
-            },
-            opset_version=17,
-            dynamo=False,
-        )
+        # the tracer's expected warnings (shape-dependent branches it records as constants) would be the
+        # first thing a new user reads in `up`'s progress: they are about the export, not about them
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                Encoder(),
+                (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+                str(tmp),
+                input_names=["input_ids", "attention_mask", "token_type_ids"],
+                output_names=["last_hidden_state"],
+                dynamic_axes={
+                    "input_ids": {0: "batch", 1: "seq"},
+                    "attention_mask": {0: "batch", 1: "seq"},
+                    "token_type_ids": {0: "batch", 1: "seq"},
+                    "last_hidden_state": {0: "batch", 1: "seq"},
+                },
+                opset_version=17,
+                dynamo=False,
+            )
         tmp.rename(fp32)
     if variant == "fp32":
         return fp32

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -362,15 +363,112 @@ def _alive(pid: int) -> bool:
         return True
 
 
+# `up --detach` waits as long as the supervisor keeps writing (a progress bar redraws several times a
+# second while the demo shelf is read; each step prints a line): silence this long, and not ready, is a stall.
+STALL_S = 300.0
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def last_step(log_tail: str) -> str:
+    """The supervisor's latest word: the last non-empty line or progress-bar frame of its log."""
+    frames = [f.strip() for f in re.split(r"[\r\n]", _ANSI.sub("", log_tail))]
+    return next((f for f in reversed(frames) if f), "")
+
+
+def _step_name(step: str) -> str:
+    """What a step is called, without its changing counts ("ingest:  35%|...| 6/17" -> "ingest")."""
+    return step.split(":", 1)[0].strip()[:40]
+
+
+def _read_tail(path: Path, chars: int = 4096) -> str:
+    try:
+        with path.open("rb") as fh:
+            fh.seek(max(0, path.stat().st_size - chars))
+            return fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def wait_until_ready(
+    proc: Any,
+    log_path: Path,
+    out: TextIO,
+    err: TextIO,
+    *,
+    on_stall: Any = None,
+    stall_s: float = STALL_S,
+    poll_s: float = 0.5,
+    state: Any = None,
+) -> int:
+    """Wait for the supervisor ``proc`` to report the mesh ready, showing its progress on ``err`` (one
+    redrawn line on a terminal, a line per step otherwise). Fails when the supervisor exits (with its
+    error) or writes nothing for ``stall_s`` (naming its last step; ``on_stall`` is called first)."""
+    read = state or read_state
+    tty = err.isatty()
+    size, last_change, shown = -1, time.monotonic(), ""
+    printed_at = 0.0
+    while True:
+        if proc.poll() is not None:
+            error_file = state_dir() / "last-error.txt"
+            reason = error_file.read_text() if error_file.exists() else _read_tail(log_path, 2000)
+            print(("\n" if tty and shown else "") + f"rulesage up failed: {reason}", file=err)
+            return 1
+        st = read()
+        if st and st.get("state") == "ready":
+            if tty and shown:
+                print("\r\x1b[K", end="", file=err, flush=True)
+            print(f"RuleSage is up: {st['gateway_url']}", file=out)
+            return 0
+        try:
+            now_size = log_path.stat().st_size
+        except OSError:
+            now_size = 0
+        now = time.monotonic()
+        if now_size != size:
+            size, last_change = now_size, now
+            step = last_step(_read_tail(log_path))
+            if step and step != shown:
+                if tty:
+                    print("\r\x1b[K" + step[:110], end="", file=err, flush=True)
+                elif _step_name(step) != _step_name(shown) or now - printed_at > 30:
+                    print(f"  {step[:110]}", file=err, flush=True)
+                    printed_at = now
+                shown = step
+        elif now - last_change > stall_s:
+            if on_stall is not None:
+                on_stall()
+            print(
+                ("\n" if tty and shown else "")
+                + f"rulesage up: stalled: nothing new from the supervisor for {stall_s:.0f} s"
+                + f" (last: {shown or 'nothing written'}); it was stopped. See {log_path}",
+                file=err,
+            )
+            return 1
+        time.sleep(poll_s)
+
+
+def _stop_stalled(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a stalled supervisor with everything it started (its own session: one process group)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    with contextlib.suppress(FileNotFoundError):
+        state_file().unlink()
+    if not os.environ.get("DATABASE_URL"):
+        db.stop_embedded()
+
+
 def up_detached(out: TextIO = sys.stdout) -> int:
-    """Start the supervisor in the background and return once the mesh is ready; notices go to ``out``
-    (a command that prints JSON sends them to stderr)."""
+    """Start the supervisor in the background and return once the mesh is ready, showing its progress on
+    stderr; notices go to ``out`` (a command that prints JSON sends them to stderr). It waits as long as
+    the supervisor makes progress (the first up exports the model and reads the demo shelf)."""
     if read_state() is not None:
         print("RuleSage is already running: see `rulesage status`", file=sys.stderr)
         return 1
     with contextlib.suppress(FileNotFoundError):
         (state_dir() / "last-error.txt").unlink()
-    log = (logs_dir() / "supervisor.log").open("ab")
+    log_path = logs_dir() / "supervisor.log"
+    log = log_path.open("ab")
     proc = subprocess.Popen(
         [sys.executable, "-m", "rulesage.cli", "up"],
         stdout=log,
@@ -379,21 +477,8 @@ def up_detached(out: TextIO = sys.stdout) -> int:
         start_new_session=True,
         cwd=str(ROOT),
     )
-    deadline = time.monotonic() + START_TIMEOUT_S + 600  # the first up ingests the demo shelf
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            err = state_dir() / "last-error.txt"
-            log_text = (logs_dir() / "supervisor.log").read_text(errors="replace")
-            reason = err.read_text() if err.exists() else log_text[-2000:]
-            print(f"rulesage up failed: {reason}", file=sys.stderr)
-            return 1
-        st = read_state()
-        if st and st.get("state") == "ready":
-            print(f"RuleSage is up: {st['gateway_url']}", file=out)
-            return 0
-        time.sleep(0.5)
-    print("rulesage up: timed out waiting for the mesh; see .rulesage/logs/", file=sys.stderr)
-    return 1
+    log.close()
+    return wait_until_ready(proc, log_path, out, sys.stderr, on_stall=lambda: _stop_stalled(proc))
 
 
 def down(timeout: float = 60.0, out: TextIO = sys.stdout) -> int:
