@@ -112,7 +112,7 @@ def measure(shelf: Path, gold: Path, rounds: int) -> dict[str, Any]:
     from rulesage import db, evaluation
 
     url = db.database_url()
-    bench = evaluation.run_bench(shelf, gold, rounds=rounds)
+    bench = evaluation.run_bench(shelf, gold, rounds=rounds, previous=False)
     recall = evaluation.run_gold(shelf, gold, answer=False)
     q = evaluation.load_gold(gold)[0]
     return {

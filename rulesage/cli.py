@@ -157,11 +157,13 @@ def cmd_eval(ns: argparse.Namespace) -> int:
 def cmd_bench(ns: argparse.Namespace) -> int:
     from rulesage import evaluation
 
-    report = evaluation.run_bench(Path(ns.shelf), Path(ns.gold), rounds=ns.rounds, answer=not ns.no_answer)
+    report = evaluation.run_bench(
+        Path(ns.shelf), Path(ns.gold), rounds=ns.rounds, answer=not ns.no_answer, previous=not ns.no_previous
+    )
     if ns.json:
         _print_json(report)
     else:
-        print(evaluation.report_text(report))
+        print(evaluation.bench_text(report))
     return 0
 
 
@@ -240,6 +242,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--gold", required=True)
     s.add_argument("--rounds", type=int, default=1)
     s.add_argument("--no-answer", action="store_true", help="time the search road only, not the answer")
+    s.add_argument(
+        "--no-previous",
+        action="store_true",
+        help="do not time the previous release's configuration beside (see evaluation.PREVIOUS_CONFIG)",
+    )
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_bench)
 

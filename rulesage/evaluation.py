@@ -452,48 +452,117 @@ def run_gold(
     return {"coverage": round(cov, 4), "coverage_misses": misses, **report, "ingest": ingest}
 
 
-def run_bench(shelf: Path, gold_path: Path, rounds: int = 1, answer: bool = True) -> dict[str, Any]:
+# The previous release's configuration that a setting can still select, timed beside the current one in
+# the same bench run: the reader scored all 80 fused candidates.
+PREVIOUS_CONFIG = {"rulesage_rerank_candidates": 80}
+TIMED = ("search_span_ms", "arms_fusion_ms", "rerank_ms", "answer_ms")
+
+
+def run_bench(
+    shelf: Path, gold_path: Path, rounds: int = 1, answer: bool = True, previous: bool = True
+) -> dict[str, Any]:
     """Latency over the gold questions through the real mesh: the search span, the road's calls, every stage
     the services report (each arm, RRF, hydrate, the reader's parts) and, with ``answer``, the answer stage
-    (not stored as a ruling). Each figure is p50/p95 over every question of every round."""
+    (not stored as a ruling). Each figure is p50/p95 over every question of every round. With ``previous``
+    each question is also asked, right after, with the previous release's configuration (PREVIOUS_CONFIG),
+    and the report gives its figures and the ratios current / previous: one run, one machine."""
     gold = load_gold(gold_path)
     ensure_shelf(shelf)
     url = db.database_url()
 
-    async def go() -> tuple[dict[str, list[float]], dict[str, list[float]], int]:
-        road = Road(url)
-        times: dict[str, list[float]] = defaultdict(list)
-        stages: dict[str, list[float]] = defaultdict(list)
-        degraded_runs = 0
+    class Run:
+        def __init__(self, road: Road) -> None:
+            self.road = road
+            self.times: dict[str, list[float]] = defaultdict(list)
+            self.stages: dict[str, list[float]] = defaultdict(list)
+            self.degraded = 0
+
+        async def ask(self, q: dict[str, Any]) -> None:
+            out = await self.road.search(q["game"], q["question"])
+            self.times["search_span_ms"].append(out.search_ms)
+            degraded = bool(degraded_stages(out.wrench))
+            if answer:
+                t0 = time.perf_counter()
+                ruling = await self.road.answer(out, store=False)
+                self.times["answer_ms"].append((time.perf_counter() - t0) * 1000.0)
+                degraded = degraded or ruling["verdict"] == "unavailable"
+            self.degraded += degraded
+            for t in out.timings:
+                self.stages[t["stage"]].append(t["ms"])
+
+        def report(self) -> dict[str, Any]:
+            named = {"road.fuse_call": "arms_fusion_ms", "road.rerank_call": "rerank_ms"}
+            for stage, key in named.items():
+                if stage in self.stages:
+                    self.times[key] = self.stages[stage]
+            out: dict[str, Any] = {"n": len(gold) * rounds, **{k: pct(v) for k, v in self.times.items()}}
+            out["stages_ms"] = {k: pct(v) for k, v in sorted(self.stages.items())}
+            out["degraded_asks"] = self.degraded  # a fallen-back stage or an unavailable answer
+            return out
+
+    async def go() -> tuple[Run, Run | None]:
+        current = Run(Road(url))
+        before = None
+        if previous:
+            road = Road(url)
+            for key, value in PREVIOUS_CONFIG.items():
+                setattr(road.settings, key, value)
+            before = Run(road)
+        runs = [r for r in (current, before) if r is not None]
         try:
-            await road.search(gold[0]["game"], gold[0]["question"])  # warm-up, not counted
+            for r in runs:  # warm-up, not counted
+                await r.road.search(gold[0]["game"], gold[0]["question"])
             for _ in range(rounds):
-                for q in gold:
-                    out = await road.search(q["game"], q["question"])
-                    times["search_span_ms"].append(out.search_ms)
-                    degraded = bool(degraded_stages(out.wrench))
-                    if answer:
-                        t0 = time.perf_counter()
-                        ruling = await road.answer(out, store=False)
-                        times["answer_ms"].append((time.perf_counter() - t0) * 1000.0)
-                        degraded = degraded or ruling["verdict"] == "unavailable"
-                    degraded_runs += degraded
-                    for t in out.timings:
-                        stages[t["stage"]].append(t["ms"])
+                for q in gold:  # interleaved: the machine's drift falls on both alike
+                    for r in runs:
+                        await r.ask(q)
         finally:
-            await road.close()
-        return times, stages, degraded_runs
+            for r in runs:
+                await r.road.close()
+        return current, before
 
     with mesh():
-        times, stages, degraded_runs = asyncio.run(go())
-    named = {"road.fuse_call": "arms_fusion_ms", "road.rerank_call": "rerank_ms"}
-    for stage, key in named.items():
-        if stage in stages:
-            times[key] = stages[stage]
-    report: dict[str, Any] = {"n": len(gold) * rounds, **{k: pct(v) for k, v in times.items()}}
-    report["stages_ms"] = {k: pct(v) for k, v in sorted(stages.items())}
-    report["degraded_asks"] = degraded_runs  # a fallen-back stage or an unavailable answer
+        current, before = asyncio.run(go())
+    report = current.report()
+    if before is not None:
+        prev = before.report()
+        report["previous"] = {"config": PREVIOUS_CONFIG, **prev}
+        report["ratio_to_previous"] = {
+            key: {
+                q: round(report[key][q] / prev[key][q], 3) for q in ("p50", "p95") if prev.get(key, {}).get(q)
+            }
+            for key in TIMED
+            if key in report and key in prev
+        }
     return report
+
+
+def bench_text(report: dict[str, Any]) -> str:
+    """The bench as a person reads it: p50/p95 per figure and stage, and the ratios to the previous
+    configuration when it was timed beside."""
+    prev = report.get("previous", {})
+    head = f"{'':28s}{'p50 ms':>10s}{'p95 ms':>10s}"
+    if prev:
+        head += f"{'previous p50':>14s}{'p95':>8s}{'ratio p50':>11s}{'p95':>7s}"
+    lines = [f"{report['n']} asks; degraded {report['degraded_asks']}", head]
+
+    def row(name: str, cur: dict[str, float], old: dict[str, float] | None) -> str:
+        line = f"{name:28s}{cur['p50']:10.1f}{cur['p95']:10.1f}"
+        if old:
+            r50 = cur["p50"] / old["p50"] if old.get("p50") else float("nan")
+            r95 = cur["p95"] / old["p95"] if old.get("p95") else float("nan")
+            line += f"{old['p50']:14.1f}{old['p95']:8.1f}{r50:11.2f}{r95:7.2f}"
+        return line
+
+    for key in TIMED:
+        if key in report:
+            lines.append(row(key, report[key], prev.get(key)))
+    lines.append("stages:")
+    for stage, cur in report["stages_ms"].items():
+        lines.append(row("  " + stage, cur, prev.get("stages_ms", {}).get(stage)))
+    if prev:
+        lines.append(f"previous configuration: {prev['config']}")
+    return "\n".join(lines)
 
 
 # -- BEIR ------------------------------------------------------------------------------------------

@@ -38,6 +38,27 @@ def test_json_commands_print_only_json(tmp_path: Path) -> None:
         assert report["degraded"] == {"arm": 0, "fusion": 0, "rerank": 0, "answer": 0}
         assert "RuleSage is up" in ev.stderr and "RuleSage stopped" in ev.stderr
         check_report(out, ev.stderr, report)
+
+        # the bench times the previous release's configuration beside the current one, in the same run
+        bench = mesh.cli("bench", "--shelf", str(shelf), "--gold", gold, "--json", timeout=900)
+        assert bench.returncode == 0, bench.stderr[-3000:]
+        timed = json.loads(bench.stdout)
+        assert timed["n"] == 2 and timed["degraded_asks"] == 0
+        assert timed["previous"]["config"] == {"rulesage_rerank_candidates": 80}
+        assert timed["previous"]["n"] == 2 and timed["previous"]["stages_ms"]["rerank.score"]["n"] == 2
+        assert set(timed["ratio_to_previous"]) == {
+            "search_span_ms",
+            "arms_fusion_ms",
+            "rerank_ms",
+            "answer_ms",
+        }
+        assert all(r["p50"] > 0 for r in timed["ratio_to_previous"].values())
+        text = mesh.cli("bench", "--shelf", str(shelf), "--gold", gold, "--no-answer", timeout=900)
+        assert text.returncode == 0, text.stderr[-3000:]
+        assert (
+            "search_span_ms" in text.stdout and "ratio p50" in text.stdout and "rerank.score" in text.stdout
+        )
+        assert "answer_ms" not in text.stdout
     finally:
         mesh.cli("down")
 
