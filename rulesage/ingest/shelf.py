@@ -104,6 +104,17 @@ def _opt(entry: dict[str, object], name: str, what: str) -> str | None:
     return value.strip() or None
 
 
+def _file(entry: dict[str, object], name: str, label: str, base: Path, what: str, check: bool) -> Path | None:
+    """An optional file an entry names (relative to the manifest), absolute; None when it names none."""
+    rel = _opt(entry, name, what)
+    if rel is None:
+        return None
+    path = (base / rel).resolve()
+    if check and not path.is_file():
+        raise ShelfError(f"{what}: missing {label} {rel!r} (looked for {path})")
+    return path
+
+
 def parse_shelf(
     data: dict[str, object], base: Path, source: str = "shelf.toml", check_files: bool = True
 ) -> Shelf:
@@ -123,18 +134,8 @@ def parse_shelf(
         if slug in seen_games:
             raise ShelfError(f"{what}: duplicate slug")
         seen_games.add(slug)
-        categories = None
-        rel_map = _opt(g, "categories", what)
-        if rel_map is not None:
-            categories = (base / rel_map).resolve()
-            if check_files and not categories.is_file():
-                raise ShelfError(f"{what}: missing category map {rel_map!r} (looked for {categories})")
-        cards = None
-        rel_cards = _opt(g, "cards", what)
-        if rel_cards is not None:
-            cards = (base / rel_cards).resolve()
-            if check_files and not cards.is_file():
-                raise ShelfError(f"{what}: missing card table {rel_cards!r} (looked for {cards})")
+        categories = _file(g, "categories", "category map", base, what, check_files)
+        cards = _file(g, "cards", "card table", base, what, check_files)
         games.append(
             GameEntry(
                 slug=slug,

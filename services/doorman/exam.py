@@ -290,14 +290,14 @@ async def run_async(screener: Screener, exam: Path) -> dict[str, Any]:
 
     gates = []
     for gate_id, title, names in GATES:
-        cleared = sum(classes.get(n, {}).get("cleared", 0) for n in names)
+        cleared_n = sum(classes.get(n, {}).get("cleared", 0) for n in names)
         rows_n = sum(classes.get(n, {}).get("rows", 0) for n in names)
         gates.append(
             {
                 "gate": gate_id,
                 "title": title,
-                "passed": cleared == 0,
-                "detail": f"{cleared} of {rows_n} cleared",
+                "passed": cleared_n == 0,
+                "detail": f"{cleared_n} of {rows_n} cleared",
             }
         )
     ordinary = classes.get("ordinary", {"rows": 0, "cleared": 0})

@@ -21,7 +21,9 @@ class ScreenStage(Protocol):
     """The learned screen (services.doorman.learned.ScreenModel): (hold probability, likely hold class)."""
 
     threshold: float
-    identity: str
+
+    @property
+    def identity(self) -> str: ...
 
     def score(self, text: str) -> tuple[float, str]: ...
 

@@ -6,6 +6,7 @@ in the result and never fails the ask."""
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from typing import Literal
 
 import grpc
@@ -86,26 +87,14 @@ class FusionService(DbService, fusion_pb2_grpc.FusionServicer):
         async with self.pool.connection() as conn:
             found = await card_store.cards(conn, [m.card_id for m in mentions])
         out: list[common_pb2.NamedCard] = []
+        searching = self.fusion_settings.rulesage_card_search != "off"
         for m in mentions:
             c = found.get(m.card_id)
             if c is None:  # the table was reloaded since the names were cached
                 continue
-            out.append(
-                common_pb2.NamedCard(
-                    name=c.name,
-                    written=m.written,
-                    how=m.how,
-                    type_line=c.type_line,
-                    mana_cost=c.mana_cost,
-                    oracle=c.oracle,
-                    pt=c.pt,
-                    loyalty=c.loyalty,
-                    other_face=c.other_face,
-                    rulings=c.rulings,
-                    searched=len(out) < card_core.SEARCHED_CARDS
-                    and self.fusion_settings.rulesage_card_search != "off",
-                )
-            )
+            fields = {k: v for k, v in asdict(c).items() if k != "id"}
+            searched = searching and len(out) < card_core.SEARCHED_CARDS
+            out.append(common_pb2.NamedCard(**fields, written=m.written, how=m.how, searched=searched))
         return out
 
     async def hydrate(self, fused: list[rrf.Fused]) -> list[common_pb2.Passage]:

@@ -62,8 +62,8 @@ def url() -> Iterator[str]:
         yield u
 
 
-@pytest.fixture(scope="module")
-def mesh(url: str) -> Iterator[Mesh]:
+def search_mesh(url: str, **fusion_env: str) -> Mesh:
+    """The four arms and fusion over ``url``; ``fusion_env`` sets fusion's settings."""
     from services.aisle.server import AisleService
     from services.category.server import CategoryService
     from services.dense.server import DenseService
@@ -77,9 +77,19 @@ def mesh(url: str) -> Iterator[Mesh]:
             ("dense", DenseService),
             ("aisle", AisleService),
             ("category", CategoryService),
-            ("fusion", FusionService),
         ):
             m.start(name, factory)
+        m.start("fusion", FusionService, **fusion_env)
+    except BaseException:
+        m.close()
+        raise
+    return m
+
+
+@pytest.fixture(scope="module")
+def mesh(url: str) -> Iterator[Mesh]:
+    m = search_mesh(url)
+    try:
         yield m
     finally:
         m.close()
@@ -222,22 +232,8 @@ def test_forty_named_cards_are_all_shown_and_the_first_few_searched(mesh: Mesh) 
 
 @pytest.mark.parametrize(("mode", "lanes"), [("off", set()), ("replace", {"lexical.cards", "dense.cards"})])
 def test_the_card_search_mode_is_one_setting(url: str, mode: str, lanes: set[str]) -> None:
-    from services.aisle.server import AisleService
-    from services.category.server import CategoryService
-    from services.dense.server import DenseService
-    from services.fusion.server import FusionService
-    from services.lexical.server import LexicalService
-
-    m = Mesh(url)
+    m = search_mesh(url, RULESAGE_CARD_SEARCH=mode)
     try:
-        for name, factory in (
-            ("lexical", LexicalService),
-            ("dense", DenseService),
-            ("aisle", AisleService),
-            ("category", CategoryService),
-        ):
-            m.start(name, factory)
-        m.start("fusion", FusionService, RULESAGE_CARD_SEARCH=mode)
         res = fuse(m.addr["fusion"], QUESTION)
     finally:
         m.close()
