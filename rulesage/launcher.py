@@ -399,13 +399,16 @@ def wait_until_ready(
     stall_s: float = STALL_S,
     poll_s: float = 0.5,
     state: Any = None,
+    clock: Any = time.monotonic,
+    sleep: Any = time.sleep,
 ) -> int:
     """Wait for the supervisor ``proc`` to report the mesh ready, showing its progress on ``err`` (one
     redrawn line on a terminal, a line per step otherwise). Fails when the supervisor exits (with its
-    error) or writes nothing for ``stall_s`` (naming its last step; ``on_stall`` is called first)."""
+    error) or writes nothing for ``stall_s`` (naming its last step; ``on_stall`` is called first).
+    ``clock`` and ``sleep`` are the monotonic clock and the pause between looks (a test drives both)."""
     read = state or read_state
     tty = err.isatty()
-    size, last_change, shown = -1, time.monotonic(), ""
+    size, last_change, shown = -1, clock(), ""
     printed_at = 0.0
     while True:
         if proc.poll() is not None:
@@ -423,7 +426,7 @@ def wait_until_ready(
             now_size = log_path.stat().st_size
         except OSError:
             now_size = 0
-        now = time.monotonic()
+        now = clock()
         if now_size != size:
             size, last_change = now_size, now
             step = last_step(_read_tail(log_path))
@@ -444,7 +447,7 @@ def wait_until_ready(
                 file=err,
             )
             return 1
-        time.sleep(poll_s)
+        sleep(poll_s)
 
 
 def _stop_stalled(proc: subprocess.Popen[bytes]) -> None:

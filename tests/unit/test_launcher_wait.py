@@ -4,8 +4,6 @@ only when the supervisor exits or falls silent (a stall), naming it."""
 from __future__ import annotations
 
 import io
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -48,22 +46,34 @@ def test_last_step_is_the_latest_line_or_progress_frame() -> None:
     assert last_step("") == ""
 
 
+class Supervisor:
+    """A scripted supervisor: each pause of the waiter lets it write its next piece of log (or nothing), and
+    a fake clock moves on by the pause. When the script ends it reports the mesh ready."""
+
+    def __init__(self, log: Path, script: list[str], then_ready: bool = True) -> None:
+        self.log, self.script, self.then_ready = log, list(script), then_ready
+        self.now = 0.0
+        self.state = Ready()
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        if self.script:
+            piece = self.script.pop(0)
+            with self.log.open("a") as fh:
+                fh.write(piece)
+        elif self.then_ready:
+            self.state.ready()
+
+
 def test_it_waits_past_the_stall_time_while_the_supervisor_writes(tmp_path: Path) -> None:
     log = tmp_path / "supervisor.log"
     log.write_text("empty database; ingesting the demo shelf ...\n")
-    state = Ready()
-
-    def supervisor() -> None:  # progress for three stall periods, then ready
-        with log.open("a") as fh:
-            for i in range(1, 13):
-                fh.write(f"ingest: {i * 8}%| {i}/12 [00:0{i % 10}]\r")
-                fh.flush()
-                time.sleep(0.1)
-            fh.write("\nreranker window states: 100%| 40/40\n")
-        state.ready()
-
-    t = threading.Thread(target=supervisor)
-    t.start()
+    # 40 pauses of 1 s: ten times the 4 s stall time, with a new progress frame every 3 s
+    frames = [f"ingest: {i * 8}%| {i}/12\r" if k == 2 else "" for i in range(1, 13) for k in range(3)]
+    sup = Supervisor(log, [*frames, "\nreranker window states: 100%| 40/40\n", ""])
     out, err = io.StringIO(), io.StringIO()
     stalled: list[bool] = []
     rc = wait_until_ready(
@@ -72,36 +82,44 @@ def test_it_waits_past_the_stall_time_while_the_supervisor_writes(tmp_path: Path
         out,
         err,
         on_stall=lambda: stalled.append(True),
-        stall_s=0.4,
-        poll_s=0.05,
-        state=state,
+        stall_s=4,
+        poll_s=1,
+        state=sup.state,
+        clock=sup.clock,
+        sleep=sup.sleep,
     )
-    t.join()
-    assert rc == 0 and not stalled
+    assert rc == 0 and not stalled and sup.now > 4 * 4
     assert out.getvalue() == "RuleSage is up: http://127.0.0.1:8080\n"
-    shown = err.getvalue()
-    assert "ingesting the demo shelf" in shown and "ingest:" in shown
-    assert shown.count("ingest: ") == 1  # one line a step when stderr is no terminal, not one a frame
+    shown = err.getvalue().splitlines()
+    # one line a step when stderr is no terminal (and a fresh one every 30 s of a long step), not one a frame
+    assert shown == [
+        "  empty database; ingesting the demo shelf ...",
+        "  ingest: 8%| 1/12",
+        "  ingest: 96%| 12/12",
+        "  reranker window states: 100%| 40/40",
+    ]
 
 
 def test_silence_is_a_stall_that_names_the_last_step(tmp_path: Path) -> None:
     log = tmp_path / "supervisor.log"
     log.write_text("answer sentence vectors:  40%| 4/10\r")
+    sup = Supervisor(log, [], then_ready=False)
     stalled: list[bool] = []
     err = io.StringIO()
-    t0 = time.monotonic()
     rc = wait_until_ready(
         FakeProc(),
         log,
         io.StringIO(),
         err,
         on_stall=lambda: stalled.append(True),
-        stall_s=0.3,
-        poll_s=0.05,
-        state=Ready(),
+        stall_s=300,
+        poll_s=0.5,
+        state=sup.state,
+        clock=sup.clock,
+        sleep=sup.sleep,
     )
     assert rc == 1 and stalled == [True]
-    assert 0.3 <= time.monotonic() - t0 < 5
+    assert 300 < sup.now <= 301
     assert "stalled" in err.getvalue() and "answer sentence vectors:  40%| 4/10" in err.getvalue()
 
 
