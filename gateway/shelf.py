@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rulesage.store import cards as card_store
+
 
 def like_pattern(text: str) -> str:
     """A LIKE pattern matching ``text`` anywhere, with the user's own % and _ taken literally."""
@@ -59,13 +61,12 @@ async def game(conn: Any, slug: str) -> dict[str, Any] | None:
         {"key": b[0], "title": b[1], "kind": b[2], "version": b[3], "pages": int(b[4])}
         for b in await cur.fetchall()
     ]
-    cur = await conn.execute("SELECT cards FROM card_tables WHERE game_id = %s", (row[0],))
-    table = await cur.fetchone()
+    table = await card_store.table(conn, row[0])
     return {
         "id": row[0],
         "slug": row[1],
         "name": row[2],
         "family": row[3],
         "books": books,
-        "cards": int(table[0]) if table else 0,  # the game's card table's size; 0: it has none
+        "cards": table.cards if table else 0,  # the game's card table's size; 0: it has none
     }

@@ -109,9 +109,6 @@ class CardIndex:
         index._near = near
         return index
 
-    def __len__(self) -> int:
-        return len(self.names)
-
     def find(self, question: str, most: int = 40) -> list[Mention]:
         """The cards ``question`` names, in the order it first names them, at most ``most``."""
         text = unicodedata.normalize("NFKC", question)
@@ -166,6 +163,7 @@ class CardIndex:
         out: list[Mention] = []
         for a, b, whole in _candidate_runs(text, tokens, taken, marked):
             bracketed = whole and text[tokens[a].start - 2 : tokens[a].start] == "[["
+            cutoff = BRACKET_CUTOFF if bracketed else FUZZY_CUTOFF
             best: tuple[float, int, int, int] | None = None  # (score, card id, start token, end token)
             for length in range(b - a, 0 if not whole else b - a - 1, -1):
                 for s in range(a, b - length + 1):
@@ -176,7 +174,6 @@ class CardIndex:
                     if len(key) < FUZZY_MIN_CHARS or key in self.names:
                         continue
                     keys, ids = self._near.get(key[0], ([], []))
-                    cutoff = BRACKET_CUTOFF if bracketed else FUZZY_CUTOFF
                     got = process.extractOne(key, keys, scorer=fuzz.ratio, score_cutoff=cutoff)
                     # one word near a name is most often another word ("Commander", "Displaced"):
                     # taken only inside [[brackets]], and never when it merely adds or drops an ending

@@ -25,7 +25,7 @@ WHERE game_id = %(game)s AND (name_key LIKE %(prefix)s OR name_key %% %(q)s)
 ORDER BY starts DESC, sim DESC, length(name), name
 LIMIT %(limit)s
 """
-HAS_TABLE_SQL = "SELECT cards FROM card_tables WHERE game_id = %s"
+TABLE_SQL = "SELECT cards, sha256 FROM card_tables WHERE game_id = %s"
 
 
 @dataclass(frozen=True)
@@ -65,11 +65,17 @@ async def cards(conn: Any, ids: list[int]) -> dict[int, StoredCard]:
     }
 
 
-async def table_size(conn: Any, game_id: int) -> int | None:
-    """How many cards the game's table holds; None when the game has no card table."""
-    cur = await conn.execute(HAS_TABLE_SQL, (game_id,))
+@dataclass(frozen=True)
+class Table:
+    cards: int  # how many cards the table holds
+    sha256: str  # of what was loaded: a reloaded table has another
+
+
+async def table(conn: Any, game_id: int) -> Table | None:
+    """The game's loaded card table; None when the game has none."""
+    cur = await conn.execute(TABLE_SQL, (game_id,))
     row = await cur.fetchone()
-    return None if row is None else int(row[0])
+    return None if row is None else Table(int(row[0]), row[1])
 
 
 async def games_with_cards(conn: Any) -> list[str]:

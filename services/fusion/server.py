@@ -38,7 +38,8 @@ class FusionSettings(CommonSettings):
     #   off      the cards are found and shown, never searched.
     # Measured on both gold sets' MTG questions (README, "The card table").
     rulesage_card_search: Literal["lanes", "replace", "off"] = "lanes"
-    # How long a game's card names stay cached (a reloaded table is read again after this), seconds.
+    # How long a game's card names are used before the table is looked at again (a reloaded one is then
+    # read again), seconds.
     rulesage_card_names_ttl_s: float = Field(300.0, gt=0)
 
 
@@ -53,7 +54,8 @@ class FusionService(DbService, fusion_pb2_grpc.FusionServicer):
         super().__init__()
         self.fusion_settings = load(FusionSettings)
         self.arms = ArmClient()
-        self._card_names: dict[int, tuple[float, card_core.CardIndex | None]] = {}
+        # game id -> (when last looked at, the table's sha256 or "", its index)
+        self._card_names: dict[int, tuple[float, str, card_core.CardIndex | None]] = {}
 
     def register(self, server: grpc.aio.Server) -> None:
         fusion_pb2_grpc.add_FusionServicer_to_server(self, server)
@@ -67,15 +69,22 @@ class FusionService(DbService, fusion_pb2_grpc.FusionServicer):
         await super().stop()
 
     async def card_index(self, game_id: int) -> card_core.CardIndex | None:
-        """The game's card names, ready to match (None: the game has no card table); cached a while."""
+        """The game's card names, ready to match (None: the game has no card table). Looked at again after
+        the TTL, and rebuilt only when the table was reloaded since (its sha256 changed)."""
         cached = self._card_names.get(game_id)
-        if cached and time.monotonic() - cached[0] < self.fusion_settings.rulesage_card_names_ttl_s:
-            return cached[1]
+        now = time.monotonic()
+        if cached and now - cached[0] < self.fusion_settings.rulesage_card_names_ttl_s:
+            return cached[2]
         async with self.pool.connection() as conn:
-            index = None
-            if await card_store.table_size(conn, game_id) is not None:
+            table = await card_store.table(conn, game_id)
+            sha = table.sha256 if table is not None else ""
+            if cached and cached[1] == sha:
+                index = cached[2]
+            elif table is None:
+                index = None
+            else:
                 index = card_core.CardIndex.build(await card_store.names(conn, game_id))
-        self._card_names[game_id] = (time.monotonic(), index)
+        self._card_names[game_id] = (now, sha, index)
         return index
 
     async def named_cards(self, question: str, game_id: int) -> list[common_pb2.NamedCard]:

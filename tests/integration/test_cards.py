@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -289,3 +290,21 @@ def test_the_game_page_offers_the_card_finder_only_where_there_are_cards(client:
     duel = client.get("/games/duel").text
     assert 'id="card-finder"' in duel and "6 in the card table" in duel
     assert 'id="card-finder"' not in client.get("/games/solitaire-golf").text
+
+
+def test_fusion_reads_a_reloaded_table_after_its_ttl(tmp_path: Path) -> None:
+    shelf = copy_shelf(tmp_path)
+    table = tmp_path / "cards" / "duel-cards.jsonl.gz"
+    with fresh_database("rs_cards_ttl_") as u:
+        assert not ingest_shelf(u, shelf, progress=False).failed
+        m = search_mesh(u, RULESAGE_CARD_NAMES_TTL_S="0.05")
+        try:
+            question = "Does Fresh Card draw before Iron Golem attacks?"
+            assert [c.name for c in fuse(m.addr["fusion"], question).cards] == ["Iron Golem"]
+            rows = [*read_rows(table), {"name": "Fresh Card", "type": "Instant", "oracle": "Draw a card."}]
+            write_table(table, rows)
+            assert not ingest_shelf(u, shelf, progress=False).failed
+            time.sleep(0.1)
+            assert [c.name for c in fuse(m.addr["fusion"], question).cards] == ["Fresh Card", "Iron Golem"]
+        finally:
+            m.close()
