@@ -2,12 +2,41 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
-from services.rerank.train.data import MissingEvaluation, Question, eval_guard, load_questions
+from rulesage.config import shared_dir
+from services.rerank.train.data import (
+    MissingEvaluation,
+    Question,
+    eval_guard,
+    load_questions,
+    reserved_check,
+)
+
+RESERVED_PY = shared_dir() / "eval" / "reserved.py"
+
+
+def _reserve(folder: Path, questions: tuple[str, ...] = (), threads: tuple[str, ...] = ()) -> None:
+    """The evaluation's own reserved.py in ``folder``, with a reserved.json holding these questions' and
+    threads' hashes (made by that module's own functions, as the real file is)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(RESERVED_PY, folder / "reserved.py")
+    (folder / "reserved.json").write_text(json.dumps({"runs": [], "threads": []}))
+    check = reserved_check(folder)
+    module = check.__globals__
+
+    def h(text: str) -> str:
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    runs = sorted({h(r) for q in questions for r in module["runs"](q)})
+    (folder / "reserved.json").write_text(
+        json.dumps({"runs": runs, "threads": sorted(h(module["thread"](t)) for t in threads)})
+    )
 
 
 def _q(question: str, quote: str = "", rule: str = "", provenance: str = "written") -> Question:
@@ -22,7 +51,26 @@ def test_the_guard_refuses_to_run_without_the_evaluation_folder(tmp_path: Path) 
         eval_guard(tmp_path / "empty")
 
 
+def test_the_guard_refuses_to_run_without_the_reserved_check(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text(json.dumps({"question": "q?"}) + "\n")
+    with pytest.raises(MissingEvaluation, match="reserved"):
+        eval_guard(tmp_path)
+
+
+def test_rows_repeating_a_reserved_question_or_its_thread_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text(json.dumps({"question": "an unrelated gold question?"}) + "\n")
+    held_out = "my opponent cast a spell that copies my creature and then sacrificed it to draw cards"
+    _reserve(tmp_path, questions=(held_out,), threads=("https://forum.example.org/t/123",))
+    guard = eval_guard(tmp_path)
+    # eight words in a row of the reserved question, in other surroundings
+    assert guard.touches(_q("So: a spell that copies my creature and then sacrificed it. Legal?"))
+    assert guard.touches(_q("other words", provenance="https://www.forum.example.org/t/123#post-9"))
+    assert not guard.touches(_q("a spell that copies my creature: who controls it?"))
+    assert not guard.touches(_q("other words", provenance="https://forum.example.org/t/124"))
+
+
 def test_the_guard_reads_every_file_and_every_kind_of_overlap(tmp_path: Path) -> None:
+    _reserve(tmp_path)
     (tmp_path / "sub").mkdir()
     (tmp_path / "a.jsonl").write_text(
         json.dumps(
@@ -74,6 +122,7 @@ def test_rows_load_with_their_provenance_and_silent_rows_are_skipped(tmp_path: P
 
 
 def test_a_row_without_quote_or_rule_is_judged_by_its_question_alone(tmp_path: Path) -> None:
+    _reserve(tmp_path)
     (tmp_path / "a.jsonl").write_text(
         json.dumps({"question": "q?", "evidence": [{"quote": "any words at all"}]}) + "\n"
     )

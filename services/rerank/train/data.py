@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import importlib.util
 import json
 import logging
 import random
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,11 +133,16 @@ class Guard:
     quotes: list[str]
     rules: set[str]
     sources: set[str]
+    # The evaluation's reserved questions (eval/reserved.py's ``touches``: hashed, never shown): a row
+    # sharing a run of 8 words with one, or a post from the same thread, is theirs.
+    reserved: Callable[[dict[str, Any]], bool] | None = None
 
     def touches(self, q: Question) -> bool:
         if normalise(q.question) in self.questions or (
             q.provenance != "written" and q.provenance in self.sources
         ):
+            return True
+        if self.reserved is not None and self.reserved({"question": q.question, "source": q.provenance}):
             return True
         if q.rule:
             return q.rule in self.rules or rule_row(q.rule) in self.rules
@@ -148,15 +154,30 @@ class Guard:
         )
 
 
+def reserved_check(folder: Path = EVAL_DIR) -> Callable[[dict[str, Any]], bool]:
+    """The evaluation folder's own check for its reserved questions (``reserved.py``: ``touches(row)``)."""
+    path = folder / "reserved.py"
+    spec = importlib.util.spec_from_file_location("rulesage_eval_reserved", path) if path.is_file() else None
+    if spec is None or spec.loader is None:
+        raise MissingEvaluation(
+            f"no {path}: the check for the evaluation's reserved questions cannot run, so training will not"
+        )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    check: Callable[[dict[str, Any]], bool] = module.touches
+    return check
+
+
 def eval_guard(folder: Path = EVAL_DIR) -> Guard:
-    """Every question, evidence quote, rule and source of every .jsonl file under the evaluation folder."""
+    """Every question, evidence quote, rule and source of every .jsonl file under the evaluation folder, and
+    its reserved questions (``reserved.py``): training refuses to run without either."""
     files = sorted(folder.rglob("*.jsonl")) if folder.is_dir() else []
     if not files:
         raise MissingEvaluation(
             f"no evaluation files under {folder}: the guard that keeps them out of training cannot run"
             " (set RULESAGE_SHARED to the folder holding eval/)"
         )
-    guard = Guard(set(), [], set(), set())
+    guard = Guard(set(), [], set(), set(), reserved_check(folder))
     for path in files:
         for line in path.read_text().splitlines():
             if not line.strip():
