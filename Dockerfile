@@ -33,20 +33,24 @@ RUN python -m venv /opt/venv \
 # The build context is whitelisted by .dockerignore (pyproject.toml and the packages only).
 WORKDIR /src
 COPY . .
-# `.[train]` adds transformers + onnx for the export below; torch==2.13.0 is already satisfied.
+# `.[export]` adds transformers + onnx for the export below; torch==2.13.0 is already satisfied.
 # Versions are pinned by pyproject.toml, not on this line.
 # hadolint ignore=DL3013
-RUN pip install ".[train]" \
+RUN pip install ".[export]" \
  && if [ "${ORT_PACKAGE}" != "onnxruntime" ]; then \
       pip uninstall -y onnxruntime && pip install "${ORT_PACKAGE}"; \
     fi \
  && rulesage --help > /dev/null
 
-# Export (fp32) and quantise (int8) MiniLM into the state folder at build time, so no pod needs torch at
-# start-up. Kubernetes pods copy these into their writable emptyDir state (see k8s/base).
+# Export both encoders to ONNX (fp32) in the state folder at build time, so no pod needs torch at start-up:
+# the tuned search encoder (the shared embedder) and MiniLM off the shelf (the doorman's screen and the
+# reranker's trainer read it). Kubernetes pods copy these into their writable emptyDir state (see k8s/base).
 RUN RULESAGE_STATE_DIR=/var/lib/rulesage \
     python -c "from rulesage.embed import shared_embedder; shared_embedder()" \
- && test -s /var/lib/rulesage/models/minilm-l6-v2-int8.onnx
+ && RULESAGE_STATE_DIR=/var/lib/rulesage \
+    python -c "from rulesage.embed import Embedder; Embedder(encoder='minilm')" \
+ && test -s /var/lib/rulesage/models/minilm-l6-v2-fp32.onnx \
+ && ls /var/lib/rulesage/models/search-encoder-*-fp32.onnx
 
 
 FROM python:3.11-slim AS runtime

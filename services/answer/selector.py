@@ -13,8 +13,8 @@ much of the question the shown text covers, the question's names it never prints
   row: the probability that the book answers the question from what is shown. The backend abstains under a
   threshold calibrated on held-out training asks (``services/answer/model/answerer.json`` says on which).
 
-Both are trained by ``scripts/train_answerer.py`` on the training questions' asks through the real road
-(``scripts/answer_data.py``), never on an evaluation file; their weights are plain JSON.
+Both are trained by ``training/answerer/train.py`` on the training questions' asks through the real road
+(``training/answerer/data.py``), never on an evaluation file; their weights are plain JSON.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Answering used to embed every sentence of the eight shown passages per ask (~40 
 answer's cost). The sentences of a passage, and the text each is scored on (its nearest heading, then the
 sentence: ``extractive.sentence_inputs``), depend on the passage alone, so they are drawn at ingest like the
 passage's own embedding and the reranker's window states. Stored per passage: the spans and one float16
-MiniLM vector per sentence, stamped with the model and the sha256 of the text. A passage whose row is missing,
+vector per sentence and the passage's own vector, drawn by the answer's encoder (RULESAGE_ANSWER_ENCODER),
+stamped with the model and the sha256 of the text. A passage whose row is missing,
 stale, or whose spans differ from what the splitter gives now is embedded at answer time, as before.
 """
 
@@ -26,15 +27,16 @@ DIM = 384
 MISSING_SQL = """
 SELECT p.id, p.text, p.heading_path FROM ruled_passages p
 LEFT JOIN sentence_vectors v ON v.passage_id = p.id
-WHERE v.passage_id IS NULL OR v.model <> %s
+WHERE v.passage_id IS NULL OR v.model <> %s OR v.passage_vec IS NULL
 ORDER BY p.id
 """
 COUNT_MISSING_SQL = f"SELECT count(*) FROM ({MISSING_SQL}) AS m"
 SAVE_SQL = """
-INSERT INTO sentence_vectors (passage_id, model, text_sha, spans, vectors)
-VALUES (%s, %s, %s, %s, %s)
+INSERT INTO sentence_vectors (passage_id, model, text_sha, spans, vectors, passage_vec)
+VALUES (%s, %s, %s, %s, %s, %s::vector)
 ON CONFLICT (passage_id) DO UPDATE
-SET model = EXCLUDED.model, text_sha = EXCLUDED.text_sha, spans = EXCLUDED.spans, vectors = EXCLUDED.vectors
+SET model = EXCLUDED.model, text_sha = EXCLUDED.text_sha, spans = EXCLUDED.spans, vectors = EXCLUDED.vectors,
+    passage_vec = EXCLUDED.passage_vec
 """
 
 
@@ -61,35 +63,41 @@ def stored(
 
 
 def rows_for(embedder: Any, passages: Sequence[tuple[int, str, Sequence[str]]]) -> Iterable[tuple[Any, ...]]:
-    """Draw the sentence vectors of (id, text, heading_path) passages: one embedder call for the batch."""
+    """Draw the sentence vectors of (id, text, heading_path) passages, and each passage's own vector (what
+    the dense arm embeds: its nearest headings, then its text), with the answer's encoder."""
+    from rulesage.ingest.store import embed_text
+    from rulesage.rulings import vector_literal
+
     views = [PassageView(pid, text, heading_path=tuple(heads or ())) for pid, text, heads in passages]
     inputs = [sentence_inputs(v) for v in views]
     texts = [t for ins in inputs for _, _, t in ins]
     vectors = embedder.embed_passages(texts, batch=32) if texts else np.zeros((0, DIM), np.float32)
+    whole = embedder.embed_passages([embed_text(v.heading_path, v.text) for v in views]) if views else []
     model = embedder.identity.model
     at = 0
-    for v, ins in zip(views, inputs, strict=True):
+    for v, ins, vec in zip(views, inputs, whole, strict=True):
         mine = vectors[at : at + len(ins)]
         at += len(ins)
         flat = [x for s, e, _ in ins for x in (s, e)]
-        yield (v.id, model, text_sha(v.text), flat, pack(mine if len(ins) else np.zeros((0, DIM))))
+        packed = pack(mine if len(ins) else np.zeros((0, DIM)))
+        yield (v.id, model, text_sha(v.text), flat, packed, vector_literal([float(x) for x in vec]))
 
 
 def draw_missing(url: str, progress: bool = False, batch: int = 64) -> int:
-    """After an ingest: draw the sentence vectors the configured embedder lacks; returns how many passages."""
+    """After an ingest: draw the sentence vectors the answer's encoder lacks; returns how many passages."""
     import psycopg
 
+    from rulesage.config import load
     from rulesage.embed import identity
     from rulesage.indexing import in_batches
+    from services.answer.settings import AnswerSettings, answer_embedder
 
-    model = identity().model
+    model = identity(encoder=load(AnswerSettings).rulesage_answer_encoder or None).model
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute(COUNT_MISSING_SQL, (model,)).fetchone()  # type: ignore[arg-type]
         if not row or not row[0]:
             return 0
-        from rulesage.embed import bulk_embedder
-
-        embedder = bulk_embedder()
+        embedder = answer_embedder(bulk=True)
         todo = conn.execute(MISSING_SQL, (model,)).fetchall()  # type: ignore[arg-type]
 
         def write(conn: Any, chunk: Sequence[Any]) -> None:

@@ -11,7 +11,7 @@ from pydantic import model_validator
 from rulesage.config import CommonSettings
 
 # Below the best-sentence score this file names, the extractive backend abstains. It is written by
-# scripts/calibrate_abstain.py from the training questions through the real road, never from an evaluation.
+# training/answerer/calibrate.py from the training questions through the real road, never from an evaluation.
 CALIBRATION = Path(__file__).resolve().parent / "calibration.json"
 
 
@@ -43,6 +43,10 @@ class AnswerSettings(CommonSettings):
     # MiniLM cosine blend, abstaining under calibration.json's threshold (the design it replaced, kept to
     # measure one against the other in one mesh).
     rulesage_answer_selector: Literal["trained", "cosine"] = "trained"
+    # extractive: the encoder of the sentence vectors and the question's (rulesage.embed): "minilm" (MiniLM
+    # off the shelf, the cosines the quote selector and the answerability model were trained on) or "tuned"
+    # (the search encoder); "" = whichever RULESAGE_ENCODER names.
+    rulesage_answer_encoder: Literal["", "tuned", "minilm"] = "minilm"
     # extractive: abstain when the answer's confidence (in [0, 1]) is below this; unset: the selector's
     # calibrated threshold.
     rulesage_extractive_threshold: float | None = None
@@ -84,3 +88,15 @@ class AnswerSettings(CommonSettings):
             answerer = load()
             return answerer.threshold, f"{answerer.calibrated_on}, {answerer.identity}"
         return calibrated_threshold()
+
+
+def answer_embedder(bulk: bool = False):  # type: ignore[no-untyped-def]
+    """The embedder of the answer's sentence vectors and questions (``RULESAGE_ANSWER_ENCODER``): the search's
+    shared one when it is the same encoder, else one of the answer's own (``bulk``: for index-time work)."""
+    from rulesage.config import load
+    from rulesage.embed import Embedder, bulk_embedder, configured_encoder, shared_embedder
+
+    wanted = load(AnswerSettings).rulesage_answer_encoder
+    if not wanted or wanted == configured_encoder():
+        return bulk_embedder() if bulk else shared_embedder()
+    return Embedder(encoder=wanted, bulk=bulk)

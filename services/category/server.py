@@ -27,7 +27,7 @@ class CategorySettings(CommonSettings):
     # Off: the leg answers with no list (a game's map is still loaded at ingest).
     rulesage_category_leg: bool = True
     # Abstain under this confidence (rulesage.core.categories.THRESHOLD; measured by
-    # scripts/calibrate_categories.py on the training questions).
+    # training/category/calibrate.py on the training questions).
     rulesage_category_threshold: float = Field(categories.THRESHOLD, gt=0, le=1)
     # Passages the leg's list carries at most.
     rulesage_category_limit: int = Field(40, ge=1, le=200)

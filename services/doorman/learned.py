@@ -1,5 +1,5 @@
 """The learned screen: a multinomial logistic regression over [MiniLM sentence embedding ⊕ TF-IDF character
-n-grams ⊕ TF-IDF word n-grams], trained by services.doorman.learn on data/doorman/train.jsonl.
+n-grams ⊕ TF-IDF word n-grams], trained by training.doorman.learn on data/doorman/train.jsonl.
 
 It can only hold more: the Screener asks it only about questions the rules and the profanity classifier
 cleared, and holds when the probability of any hold class (1 - P(ordinary)) reaches the threshold chosen on
@@ -138,12 +138,17 @@ class ScreenModel:
         vectors are not the ones the threshold was chosen for."""
         with self._lock:
             if self._embedder is None:
-                from rulesage.embed import Embedder, shared_embedder
+                from rulesage.embed import TUNED_NAME, Embedder, identity, shared_embedder
 
                 variant = str(self.meta["embedder_variant"])
-                emb = shared_embedder()
-                if emb.variant != variant:
-                    emb = Embedder(variant=variant)
+                encoder = "tuned" if self.embedder_identity.startswith(TUNED_NAME) else "minilm"
+                # the search's shared embedder when it reads the screen's encoder, else one of the screen's
+                # own (the screen was trained on MiniLM off the shelf; search reads the tuned encoder)
+                try:
+                    same = identity(variant, encoder).model == identity().model
+                except FileNotFoundError:  # the search encoder is missing: not the screen's concern
+                    same = False
+                emb = shared_embedder() if same else Embedder(variant=variant, encoder=encoder)
                 if emb.identity.model != self.embedder_identity:
                     raise RuntimeError(
                         f"screen model was trained on {self.embedder_identity}, not {emb.identity.model}"

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from rulesage.core.questions import MAX_QUESTION_CHARS
 from services.doorman import lexicon
 from services.doorman.normalise import plain, squeeze, unmasked
 
@@ -45,7 +46,8 @@ class Verdict:
         return self.decision is Decision.CLEAR
 
 
-DEFAULT_MAX_CHARS = 500
+# the product's one question limit (rulesage.core.questions), so a direct caller screens what the wall does
+DEFAULT_MAX_CHARS = MAX_QUESTION_CHARS
 _I = re.IGNORECASE
 
 

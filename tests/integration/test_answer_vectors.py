@@ -19,6 +19,11 @@ pytestmark = pytest.mark.integration
 
 
 def test_stored_vectors_are_read_and_match_embedding_again(shelf_url: str) -> None:
+    """The passage vectors the answer reads are its own encoder's (RULESAGE_ANSWER_ENCODER, drawn beside the
+    sentence vectors), whichever encoder search reads: comparing them with the question is exact."""
+    from services.answer import sentence_index
+
+    sentence_index.draw_missing(shelf_url)
     with psycopg.connect(shelf_url) as conn:
         rows = conn.execute(
             "SELECT id, text, heading_path FROM passages WHERE searchable AND embedding IS NOT NULL"

@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from rulesage.db import connect, database_url, migrate
+from rulesage.embed import identity
 from rulesage.ingest.model import ParsedDocument, PassageDraft, SectionDraft
 from rulesage.ingest.pipeline import ingest_shelf
 
@@ -208,7 +209,7 @@ def test_store_errata_aliases_and_idempotent_rerun(db: str, tmp_path: Path) -> N
 
     # one active embedding space, recording the model identity
     (space,) = q(db, "SELECT model, dim, max_tokens FROM embedding_space WHERE active")
-    assert space[0].startswith("sentence-transformers/all-MiniLM-L6-v2@") and space[1:] == (384, 256)
+    assert space[0] == identity().model and space[1:] == (384, 256)
 
     again = ingest_shelf(db, shelf, progress=False, parser=md_parser)
     assert again.skipped_unchanged == 3 and again.documents == 0 and again.embedded == 0
@@ -309,7 +310,8 @@ def test_a_new_embedding_model_reembeds_everything(db: str, tmp_path: Path) -> N
     shelf = make_shelf(tmp_path)
     ingest_shelf(db, shelf, progress=False, parser=md_parser)
     (old_space,) = q(db, "SELECT id FROM embedding_space WHERE active")
-    other = Embedder(variant="fp32" if Embedder().variant == "int8" else "int8", threads=1)
+    # the other encoder (the tuned one or MiniLM off the shelf, whichever is not configured)
+    other = Embedder(encoder="minilm" if Embedder().encoder == "tuned" else "tuned", threads=1)
     summary = ingest_shelf(db, shelf, progress=False, parser=md_parser, embedder=other)
     assert summary.reembedded_space == 7 and summary.skipped_unchanged == 3
     (space,) = q(db, "SELECT id, model FROM embedding_space WHERE active")

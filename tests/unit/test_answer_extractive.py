@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -82,7 +83,7 @@ def scorer() -> BiEncoderScorer:
     return BiEncoderScorer()
 
 
-def test_the_minilm_scorer_ranks_the_answering_sentence_first(scorer: BiEncoderScorer) -> None:
+def test_the_bi_encoder_scorer_ranks_the_answering_sentence_first(scorer: BiEncoderScorer) -> None:
     ranked = rank_sentences("how far can I move on my turn?", [SPELLS, MOVE], scorer)
     assert ranked[0].passage.id == 1
     assert "move a distance up to your speed" in ranked[0].text
@@ -93,7 +94,7 @@ def test_the_backend_answers_what_the_book_says_and_abstains_on_what_it_does_not
     scorer: BiEncoderScorer,
 ) -> None:
     backend = ExtractiveBackend(threshold=0.45, scorer=scorer)
-    assert backend.identity.startswith("extractive:minilm-cosine:")
+    assert backend.identity.startswith("extractive:bi-encoder-cosine:")
     yes = asyncio.run(backend.final_turn(Prompt("how far can I move on my turn?", "srd", (MOVE, SPELLS))))
     no = asyncio.run(backend.final_turn(Prompt("who shuffles the tarot deck?", "srd", (MOVE, SPELLS))))
     assert yes.verdict is Verdict.ANSWERED
@@ -190,6 +191,7 @@ def test_the_rerankers_order_breaks_near_ties_between_passages(scorer: BiEncoder
 def test_stored_sentence_vectors_stand_in_for_embedding_the_sentences(scorer: BiEncoderScorer) -> None:
     import dataclasses
 
+    from rulesage.ingest.store import embed_text
     from services.answer import sentence_index
     from services.answer.backends.extractive import sentence_inputs
 
@@ -198,7 +200,10 @@ def test_stored_sentence_vectors_stand_in_for_embedding_the_sentences(scorer: Bi
     fresh = scorer.score_sentences(q, per)
     assert fresh == pytest.approx(scorer.score(q, [t for _, ins in per for _, _, t in ins]))
     (row,) = [r for r in sentence_index.rows_for(scorer.embedder, [(1, MOVE.text, MOVE.heading_path)])]
-    _, model, sha, flat, blob = row
+    _, model, sha, flat, blob, passage_vec = row
+    # the passage's own vector by the answer's encoder, as the dense arm embeds it (headings, then text)
+    own = np.array([float(x) for x in passage_vec.strip("[]").split(",")], np.float32)
+    assert float(own @ scorer.embedder.embed_passages([embed_text(MOVE.heading_path, MOVE.text)])[0]) > 0.999
     got = sentence_index.stored((model, sha, flat, blob), MOVE.text)
     assert got is not None and got[1] == [(s, e) for s, e, _ in per[0][1]]
     with_stored = [(dataclasses.replace(MOVE, sentence_vectors=got), per[0][1]), per[1]]

@@ -138,7 +138,7 @@ def test_learned_examples_join_their_categories_and_need_provenance() -> None:
 
 def _training_questions() -> set[str]:
     out = set()
-    for path in (ROOT / "data" / "reranker").glob("questions-*.jsonl"):
+    for path in (ROOT / "data" / "questions").glob("questions-*.jsonl"):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 out.add(" ".join(json.loads(line)["question"].split()))
@@ -154,7 +154,7 @@ def test_every_shipped_map_parses_and_learns_only_from_the_training_questions(pa
     rows = [json.loads(x) for x in (path.parent / m.learned).read_text(encoding="utf-8").splitlines()]
     learned = cat.with_learned(m, rows, m.learned)
     assert sum(len(c.learned) for c in learned.categories) == len(rows) > 100
-    # the learned examples are training questions (data/reranker, whose rows the training guard keeps apart
+    # the learned examples are training questions (data/questions, whose rows the training guard keeps apart
     # from the evaluation's), never questions from anywhere else
     training = _training_questions()
     assert all(" ".join(r["question"].split()) in training for r in rows)

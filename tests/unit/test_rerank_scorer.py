@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 from services.rerank.scorer import (
     CLS,
-    MODEL_FILE,
     SEP,
     CosineScorer,
     RuntimeOptions,
@@ -87,7 +86,6 @@ def test_batching_moves_scores_only_by_int8_noise() -> None:
     assert list(np.argsort(-one)) == list(np.argsort(-many))
 
 
-@pytest.mark.skipif(not MODEL_FILE.exists(), reason="no trained reranker shipped")
 def test_the_shipped_model_scores_and_names_itself() -> None:
     scorer = load_scorer(RuntimeOptions(threads=1))
     assert isinstance(scorer, TrainedScorer)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from services.rerank import states
-from services.rerank.scorer import MODEL_FILE, RuntimeOptions, TrainedScorer, load_scorer
+from services.rerank.scorer import RuntimeOptions, TrainedScorer, load_scorer
 
 
 @settings(max_examples=50, deadline=None)
@@ -51,7 +51,6 @@ PASSAGES = [
 ]
 
 
-@pytest.mark.skipif(not MODEL_FILE.exists(), reason="no trained reranker shipped")
 def test_scoring_from_stored_states_matches_scoring_from_text() -> None:
     scorer = load_scorer(RuntimeOptions(threads=1))
     assert isinstance(scorer, TrainedScorer)

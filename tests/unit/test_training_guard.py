@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rulesage.config import shared_dir
-from services.rerank.train.data import (
+from training.questions import (
     MissingEvaluation,
     Question,
     eval_guard,

@@ -1,8 +1,8 @@
-"""The row checker the training questions are written against (services/rerank/train/books.py)."""
+"""The row checker the training questions are written against (training/books.py)."""
 
 from __future__ import annotations
 
-from services.rerank.train.books import problems
+from training.books import problems
 
 QUOTE = "If you're using regular dice, you read 5 or 6 as +, 1 or 2 as -, and 3 or 4 as 0."
 POST = (

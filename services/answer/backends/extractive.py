@@ -52,14 +52,15 @@ class Scorer(Protocol):
 
 
 class BiEncoderScorer:
-    """Cosine similarity of MiniLM embeddings (rulesage.embed), clipped to [0, 1]."""
+    """Cosine similarity of the answer encoder's embeddings (rulesage.embed; RULESAGE_ANSWER_ENCODER), clipped
+    to [0, 1]."""
 
     def __init__(self) -> None:
-        from rulesage.embed import shared_embedder
+        from services.answer.settings import answer_embedder
 
-        self.embedder = shared_embedder()
+        self.embedder = answer_embedder()
         self.model = self.embedder.identity.model
-        self.identity = f"minilm-cosine:{self.model}"
+        self.identity = f"bi-encoder-cosine:{self.model}"
         self._question: tuple[str, np.ndarray] | None = None  # the last question's vector (one ask's calls)
 
     def _q(self, question: str) -> np.ndarray:
@@ -118,7 +119,7 @@ class BiEncoderScorer:
 
 
 def default_scorer() -> Scorer:
-    """The MiniLM cosine. The shipped reranker's scores are not on a [0, 1] scale (20 x cosine + a learned
+    """The bi-encoder cosine. The shipped reranker's scores are not on a [0, 1] scale (20 x cosine + a learned
     correction, then blended with the fused order), so clipping them saturated every sentence at 1 and the
     backend never abstained; the cosine is the scale the threshold is calibrated on."""
     return BiEncoderScorer()

@@ -1,0 +1,349 @@
+"""Train the quote selector and the answerability model, calibrate the abstain threshold, write the model.
+
+usage: rulesage train answerer --asks FILE [--out services/answer/model/answerer.json]
+       [--answerability trees|linear] [--reader-seen] [--removed-weight W] [--report FILE] [--dry-run]
+
+``FILE`` is what ``rulesage train answerer-asks`` wrote: the training questions' asks through the real road
+(never an evaluation file; the guard ran there). The asks are split by a hash of the question: three
+quarters fit the models, one quarter (``calibration``) sets the threshold and gives the figures the model
+card quotes, so the threshold is never set on the asks a model was fitted on, nor on an evaluation run.
+
+- The selector is fitted on the answerable asks whose shown passages hold the quote: a sentence holding the
+  quote is a positive, every other shown sentence a negative, each ask weighing the same. By default only
+  the asks the careful reader was not trained on (its held-out split) are used: on the others its order is
+  better than it will be on a new question, and a selector fitted there leans on it too much.
+- The answerability model (shallow gradient-boosted trees by default) is fitted on the silent asks (the
+  book does not answer) against the answerable ones, the classes weighing the same within length bands and
+  within real posts and written questions apart; with ``--removed-weight`` above 0, each answerable ask also
+  counts once more with its quote-holding passages taken out, as a question the shown text does not answer.
+- The threshold: the product's floors (abstains at least 90 % right, catching at least 80 % of the silent
+  questions) when some threshold meets them on the calibration asks; else the highest that still answers 90 %
+  of the answerable ones (a wrong "not in the book" is the failure the product exists to avoid).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rulesage.core.metrics import abstain_figures, answering_floor, auc, calibrate_threshold
+from services.answer.selector import (
+    ASK_FEATURES,
+    MODEL,
+    SENTENCE_FEATURES,
+    Linear,
+    Shown,
+    Trees,
+    ask_features,
+    sentence_features,
+    sigmoid,
+)
+from training.questions import is_public_post
+
+ROOT = Path(__file__).resolve().parents[2]
+
+LONG_WORDS = 30  # a forum-style post
+RERANK_PRIOR, SENTENCE_WEIGHT = 0.02, 0.7  # the cosine blend the selector replaces (extractive.py)
+
+
+def part(question: str) -> str:
+    return "calibration" if int(hashlib.sha256(question.encode()).hexdigest()[:8], 16) % 4 == 0 else "fit"
+
+
+def reader_order(passages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(passages, key=lambda p: -(p["rerank_score"] if p["rerank_score"] is not None else -1e9))
+
+
+def shown_of(rec: dict[str, Any], drop_holding: bool = False) -> list[Shown]:
+    return [
+        Shown(
+            text=p["text"],
+            heading=p["heading_path"][-1] if p["heading_path"] else "",
+            cosine=float(p["cosine"]),
+            rerank_score=p["rerank_score"],
+            errata=p["doc_kind"] == "errata",
+            spans=tuple((s["start"], s["end"]) for s in p["sentences"]),
+            sentence_cosines=tuple(float(s["cosine"]) for s in p["sentences"]),
+            asked_cosines=tuple(float(s.get("asked_cosine", s["cosine"])) for s in p["sentences"]),
+        )
+        for p in rec["passages"]
+        if not (drop_holding and p["holds"])
+    ]
+
+
+def labels_of(rec: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Per sentence: holds the quote; its passage holds it."""
+    s = [x["holds"] for p in rec["passages"] for x in p["sentences"]]
+    ps = [p["holds"] for p in rec["passages"] for _ in p["sentences"]]
+    return np.asarray(s, bool), np.asarray(ps, bool)
+
+
+def baseline_scores(rec: dict[str, Any]) -> np.ndarray:
+    order = sorted(range(len(rec["passages"])), key=lambda i: -(rec["passages"][i]["rerank_score"] or 0.0))
+    prior = {i: RERANK_PRIOR * np.log1p(k) for k, i in enumerate(order)}
+    return np.asarray(
+        [
+            SENTENCE_WEIGHT * s["cosine"] + (1 - SENTENCE_WEIGHT) * p["cosine"] - prior[i]
+            for i, p in enumerate(rec["passages"])
+            for s in p["sentences"]
+        ]
+    )
+
+
+def fit_trees(x: np.ndarray, y: np.ndarray, w: np.ndarray, names: tuple[str, ...]) -> Trees:
+    """Shallow gradient-boosted trees (scikit-learn's histogram booster), read back into plain arrays: the
+    answerability signal is not linear in its features (a high best cosine means little when the question's
+    names are unseen), and depth-3 trees can say so."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    hgb = HistGradientBoostingClassifier(
+        max_depth=3,
+        max_iter=150,
+        learning_rate=0.05,
+        min_samples_leaf=20,
+        l2_regularization=1.0,
+        early_stopping=False,
+        random_state=0,
+    )
+    hgb.fit(x, y, sample_weight=w)
+    trees = []
+    for (predictor,) in hgb._predictors:
+        n = predictor.nodes
+        trees.append(
+            {
+                "feature": n["feature_idx"].astype(np.int64),
+                "threshold": n["num_threshold"].astype(np.float64),
+                "left": n["left"].astype(np.int64),
+                "right": n["right"].astype(np.int64),
+                "leaf": n["is_leaf"].astype(bool),
+                "value": n["value"].astype(np.float64),
+                "missing_left": n["missing_go_to_left"].astype(bool),
+            }
+        )
+    # as the model file will hold them (rounded), so the check covers what ships
+    model = Trees.of(
+        Trees(names, float(np.ravel(hgb._baseline_prediction)[0]), tuple(trees)).as_dict(), names
+    )
+    if not np.allclose(model.logits(x), hgb.decision_function(x), atol=1e-4):
+        raise SystemExit("the trees read back do not reproduce scikit-learn's scores")
+    return model
+
+
+def is_real(rec: dict[str, Any]) -> bool:
+    """A real player's post, not a written question: the collected ask's ``source`` by the questions' rule."""
+    return is_public_post(rec.get("source", "written"))
+
+
+def fit_linear(x: np.ndarray, y: np.ndarray, w: np.ndarray, names: tuple[str, ...], c: float) -> Linear:
+    from sklearn.linear_model import LogisticRegression
+
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    lr = LogisticRegression(C=c, max_iter=2000)
+    lr.fit((x - mean) / scale, y, sample_weight=w)
+    return Linear(names, mean, scale, lr.coef_[0].astype(np.float64), float(lr.intercept_[0]))
+
+
+def pick(asks: list[dict[str, Any]], scores: list[np.ndarray]) -> dict[str, float]:
+    """Of the asks whose shown passages hold the answer: the best sentence holds the quote / sits in a
+    passage holding it (what gold's answered-correctly counts)."""
+    sent = passage = n = 0
+    for rec, sc in zip(asks, scores, strict=True):
+        s_lab, p_lab = labels_of(rec)
+        if not p_lab.any() or not len(sc):
+            continue
+        n += 1
+        best = int(np.argmax(sc))
+        sent += bool(s_lab[best])
+        passage += bool(p_lab[best])
+    return {
+        "asks": n,
+        "sentence_holds": round(sent / (n or 1), 3),
+        "passage_holds": round(passage / (n or 1), 3),
+    }
+
+
+def readable_json(value: Any, depth: int = 0) -> str:
+    """JSON indented by object, each list of numbers on one line (the trees are thousands of numbers)."""
+    pad = " " * (depth + 1)
+    if isinstance(value, dict) and value:
+        items = [f"{pad}{json.dumps(k)}: {readable_json(v, depth + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + " " * depth + "}"
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        items = [pad + readable_json(v, depth + 1) for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + " " * depth + "]"
+    return json.dumps(value)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--asks", required=True)
+    ap.add_argument("--out", default=str(MODEL))
+    ap.add_argument("--reader-seen", action="store_true", help="also fit the selector on the reader's rows")
+    ap.add_argument("--removed-weight", type=float, default=0.0)
+    ap.add_argument(
+        "--ask-features",
+        default=",".join(ASK_FEATURES),
+        help="the answerability model's features (comma-separated, of ASK_FEATURES)",
+    )
+    ap.add_argument("--c", type=float, default=1.0, help="inverse regularisation of both models")
+    ap.add_argument(
+        "--answerability",
+        choices=("linear", "trees"),
+        default="trees",
+        help="the answerability model: shallow gradient-boosted trees, or a logistic regression",
+    )
+    ap.add_argument("--report", help="also write the figures here (JSON)")
+    ap.add_argument("--dry-run", action="store_true", help="figures only, no model written")
+    ns = ap.parse_args(argv)
+
+    lines = Path(ns.asks).read_text(encoding="utf-8").splitlines()
+    asks = [d for d in map(json.loads, lines) if not d.get("degraded")]
+    for a in asks:  # the reader's order, as the backend reads them (they arrive dealt ends-first)
+        a["passages"] = reader_order(a["passages"])
+    degraded = len(lines) - len(asks)
+    fit = [a for a in asks if part(a["question"]) == "fit"]
+    cal = [a for a in asks if part(a["question"]) == "calibration"]
+
+    # -- the selector ----------------------------------------------------------------------------------------
+    xs, ys, ws = [], [], []
+    for rec in fit:
+        if not rec["answerable"] or (rec["split"] == "train" and not ns.reader_seen):
+            continue
+        s_lab, _ = labels_of(rec)
+        if not s_lab.any() or s_lab.all():
+            continue
+        xs.append(sentence_features(rec["question"], shown_of(rec)))
+        ys.append(s_lab)
+        ws.append(np.where(s_lab, 1.0 / s_lab.sum(), 1.0 / (~s_lab).sum()))
+    selector = fit_linear(np.vstack(xs), np.concatenate(ys), np.concatenate(ws), SENTENCE_FEATURES, ns.c)
+    selector_asks = len(xs)
+
+    def logits(rec: dict[str, Any], drop: bool = False) -> tuple[list[Shown], np.ndarray]:
+        shown = shown_of(rec, drop)
+        return shown, selector.logits(sentence_features(rec["question"], shown))
+
+    honest = [a for a in cal if a["answerable"] and a["split"] != "train"]
+    seen = [a for a in cal if a["split"] == "train"]
+    real = [a for a in cal if a["answerable"] and is_real(a)]
+    selection = {
+        "cosine blend (before)": pick(honest, [baseline_scores(a) for a in honest]),
+        "selector": pick(honest, [logits(a)[1] for a in honest]),
+        "reader-seen asks, cosine blend": pick(seen, [baseline_scores(a) for a in seen]),
+        "reader-seen asks, selector": pick(seen, [logits(a)[1] for a in seen]),
+        "real posts, cosine blend": pick(real, [baseline_scores(a) for a in real]),
+        "real posts, selector": pick(real, [logits(a)[1] for a in real]),
+    }
+
+    # -- answerability ---------------------------------------------------------------------------------------
+    ax, ay, aw, aq, ar = [], [], [], [], []
+    for rec in fit:
+        shown, lg = logits(rec)
+        ax.append(ask_features(rec["question"], shown, lg))
+        ay.append(bool(rec["answerable"]))
+        aw.append(1.0)
+        aq.append(rec["question"])
+        ar.append(is_real(rec))
+        if ns.removed_weight > 0 and rec["answerable"] and any(p["holds"] for p in rec["passages"]):
+            shown, lg = logits(rec, drop=True)
+            if shown:
+                ax.append(ask_features(rec["question"], shown, lg))
+                ay.append(False)
+                aw.append(ns.removed_weight)
+                aq.append(rec["question"])
+                ar.append(is_real(rec))
+    y = np.asarray(ay)
+    w = np.asarray(aw)
+    # Both classes weigh the same within each cell of length band and source. Length: the silent training
+    # questions are long posts more often than the answerable ones, and a model left to itself learns that a
+    # long question is a silent one. Source: real posts (a URL) apart from written questions, since real
+    # silent posts read differently from written silent ones and are far fewer.
+    band = np.asarray([(len(q.split()) >= LONG_WORDS, real) for q, real in zip(aq, ar, strict=True)])
+    cells = sorted({(bool(a), bool(b)) for a, b in band})
+    for b in cells:
+        for cls in (False, True):
+            m = (band == b).all(axis=1) & (y == cls)
+            if m.any():
+                w[m] = w[m] / w[m].sum() * len(y) / (2 * len(cells))
+    chosen = tuple(n for n in ASK_FEATURES if n in ns.ask_features.split(","))
+    cols = [ASK_FEATURES.index(n) for n in chosen]
+    if ns.answerability == "trees":
+        answerability: Linear | Trees = fit_trees(np.vstack(ax)[:, cols], y, w, chosen)
+    else:
+        answerability = fit_linear(np.vstack(ax)[:, cols], y, w, chosen, ns.c)
+
+    def p_answer(rec: dict[str, Any]) -> float:
+        shown, lg = logits(rec)
+        x = ask_features(rec["question"], shown, lg)[cols]
+        return sigmoid(float(answerability.logits(x[None, :])[0]))
+
+    pairs = [(p_answer(a), bool(a["answerable"])) for a in cal]
+    real_pairs = [pair for pair, a in zip(pairs, cal, strict=True) if is_real(a)]
+    fitted = calibrate_threshold(pairs)
+    if fitted is not None:
+        threshold = fitted.threshold
+        rule = "calibrate_threshold at the floors (abstain precision 0.9, recall 0.8)"
+    else:
+        threshold = answering_floor(pairs)
+        rule = "the highest that answers 90 % of the answerable (no threshold met the 0.9 / 0.8 floors)"
+    base_pairs = [(float(baseline_scores(a).max()), bool(a["answerable"])) for a in cal]
+    silent_fit = sum(not a["answerable"] for a in fit)
+    report = {
+        "asks": {"read": len(lines), "degraded": degraded, "fit": len(fit), "calibration": len(cal)},
+        "selector_asks": selector_asks,
+        "selection_on_calibration": selection,
+        "answerability": {
+            "fit": f"{len(fit) - silent_fit} answerable + {silent_fit} silent asks"
+            + (f" + removed-passage copies at weight {ns.removed_weight}" if ns.removed_weight else ""),
+            "auc_calibration": round(auc([s for s, _ in pairs], [int(ok) for _, ok in pairs]), 3),
+            "auc_calibration_real_posts": round(
+                auc([s for s, _ in real_pairs], [int(ok) for _, ok in real_pairs]), 3
+            ),
+            "auc_calibration_cosine_blend (before)": round(
+                auc([s for s, _ in base_pairs], [int(ok) for _, ok in base_pairs]), 3
+            ),
+            "threshold": round(threshold, 4),
+            "rule": rule,
+            "figures_at_threshold": abstain_figures(pairs, threshold),
+        },
+    }
+    print(json.dumps(report, indent=2))
+    if ns.report:
+        Path(ns.report).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if ns.dry_run:
+        return 0
+    silent_cal = sum(not a["answerable"] for a in cal)
+    model = {
+        "selector": selector.as_dict(),
+        "answerability": answerability.as_dict(),
+        "threshold": round(threshold, 4),
+        "threshold_rule": rule,
+        "calibrated_on": (
+            f"{len(cal) - silent_cal} answerable + {silent_cal} silent held-out training asks"
+            " (data/questions/questions-*.jsonl, eval-overlap guarded) through the real road"
+        ),
+        "trained": {
+            "when": datetime.now(UTC).strftime("%Y-%m-%d"),
+            "reader_seen": ns.reader_seen,
+            "removed_weight": ns.removed_weight,
+            "ask_features": list(chosen),
+            "c": ns.c,
+            "answerability": ns.answerability,
+        },
+        "figures": report,
+    }
+    Path(ns.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(ns.out).write_text(readable_json(model) + "\n", encoding="utf-8")
+    print(f"wrote {ns.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

