@@ -4,21 +4,14 @@ the run (recipe, data counts, guards, sha256, wall time, the command) and from t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
 from typing import Any
 
+from rulesage.ingest.store import sha256_file
+
 FIGURES = Path(__file__).parent / "figures.json"
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def export_fp16(model_dir: Path, out: Path) -> Path:
@@ -112,7 +105,7 @@ def card_text(run: dict[str, Any], figures_path: Path = FIGURES) -> str:
 
 def ship(final: Path, out: Path, run: dict[str, Any]) -> dict[str, Any]:
     weights = export_fp16(final, out)
-    run = {**run, "sha256": sha256(weights), "bytes": weights.stat().st_size}
+    run = {**run, "sha256": sha256_file(weights), "bytes": weights.stat().st_size}
     (out / "run.json").write_text(json.dumps(run, indent=1) + "\n")
     write_card(out, run)
     for stale in out.glob("*.tmp"):
