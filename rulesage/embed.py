@@ -300,15 +300,20 @@ class Embedder:
 
 
 def embedder_for(model: str) -> Embedder:
-    """An embedder drawing the vectors of ``model`` (an embedding space's identity), whichever encoder is
-    configured: what compares a question with stored vectors must draw it with the stored vectors' encoder."""
+    """An embedder drawing the vectors of ``model`` (an embedding space's identity, or the one a model was
+    trained on), whichever encoder is configured: what compares a question with stored vectors must draw it
+    with their encoder. The shared embedder when it is that one, else one of the caller's own."""
     for encoder in ENCODERS:
         for variant in ("fp32", "int8"):
             try:
-                if identity(variant, encoder).model == model:
-                    return Embedder(variant=variant, encoder=encoder)
-            except FileNotFoundError:  # no tuned weights here: that encoder cannot draw it
+                if identity(variant, encoder).model != model:
+                    continue
+                configured = identity()
+            except FileNotFoundError:  # no tuned weights here: that encoder cannot draw it, nor be shared
                 continue
+            if configured.model == model:
+                return shared_embedder()
+            return Embedder(variant=variant, encoder=encoder)
     raise ValueError(f"no encoder here draws the embedding space {model!r}")
 
 

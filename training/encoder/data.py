@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from rulesage.ingest.store import embed_text
+from rulesage.ingest.store import active_space, embed_text
 
 NEGATIVE_DEPTH = 5  # the hard negative is drawn among the election's first 5 passages that do not answer
 
@@ -41,13 +41,14 @@ def build(pattern: str, out: Path, seed: int, val_share: float = 0.1) -> dict[st
     rows: dict[str, list[dict[str, str]]] = {"train": [], "val": []}
     for g in groups:
         index = indexes[g.family_id]
-
-        def text(i: int) -> str:
-            p = index.passages[i]  # noqa: B023 - used at once, inside this iteration
-            return embed_text(p.heading_path, p.text)
-
-        neg = rng.choice(g.negatives[:NEGATIVE_DEPTH])
-        rows[g.split].append({"anchor": g.question, "positive": text(g.positive), "negative": text(neg)})
+        pos, neg = index.passages[g.positive], index.passages[rng.choice(g.negatives[:NEGATIVE_DEPTH])]
+        rows[g.split].append(
+            {
+                "anchor": g.question,
+                "positive": embed_text(pos.heading_path, pos.text),
+                "negative": embed_text(neg.heading_path, neg.text),
+            }
+        )
         splits[g.split] += 1
         games[index.passages[g.positive].game or index.passages[g.positive].doc_key] += 1
     digests = {}
@@ -56,13 +57,13 @@ def build(pattern: str, out: Path, seed: int, val_share: float = 0.1) -> dict[st
         body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in items)
         (out / f"{split}.jsonl").write_text(body)
         digests[split] = hashlib.sha256(body.encode()).hexdigest()
-    space = conn.execute("SELECT model FROM embedding_space WHERE active").fetchone()
+    space = active_space(conn)
     conn.close()
     return {
         "questions_read": len(questions),
         "outcomes": dict(counts),
         "rows": dict(splits),
         "by_game": dict(games.most_common()),
-        "space": space[0] if space else "",
+        "space": space[1] if space else "",
         "sha256": digests,
     }

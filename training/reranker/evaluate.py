@@ -78,12 +78,9 @@ def measure(
 ) -> dict[str, dict]:
     """{'fused': {...}, variant: {...}} with recall@keep, MRR@10, and per-question hits; 'pool' holds
     recall@depth. ``variants(question, texts, pool)`` returns named score lists for the pool."""
-    from rulesage.embed import embedder_for, shared_embedder
+    from training.questions import space_embedder
 
-    # the stand-in election compares the question with the stored vectors: drawn by their encoder
-    space = conn.execute("SELECT model FROM embedding_space WHERE active").fetchone()
-    embedder = embedder_for(space[0]) if space else shared_embedder()
-    vecs = embedder.embed_queries([it.question for it in items])
+    vecs = space_embedder(conn).embed_queries([it.question for it in items])
     hits: dict[str, dict[str, bool]] = {"fused": {}}
     ranks: dict[str, list[int]] = {"fused": []}
     pool_hits = 0
