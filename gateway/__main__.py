@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 
-from rulesage.config import ConfigError
+from rulesage.config import ConfigError, log_level
 
 
 def main() -> int:
     logging.basicConfig(
-        level=os.environ.get("RULESAGE_LOG_LEVEL", "INFO").upper(),
+        level=log_level(),
         format="%(asctime)s gateway %(levelname)s %(message)s",
     )
     import uvicorn

@@ -45,15 +45,28 @@ def models_dir() -> Path:
     return path.resolve()
 
 
-class CommonSettings(BaseSettings):
-    """Settings every process shares."""
-
+class _EnvSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
+
+class LogSettings(_EnvSettings):
+    """The logging level, read on its own before a process's other settings: logging starts first, so it
+    can report what is wrong with the rest."""
+
+    rulesage_log_level: str = "INFO"
+
+
+class DatabaseSettings(_EnvSettings):
+    """Where Postgres is. Empty: the embedded server (rulesage.db)."""
+
     database_url: str = ""
+
+
+class CommonSettings(LogSettings, DatabaseSettings):
+    """Settings every process shares (with the log level and the database URL of its bases)."""
+
     otel_exporter_otlp_endpoint: str = ""
     otel_service_name: str = ""
-    rulesage_log_level: str = "INFO"
     # Seconds a service waits for in-flight calls after SIGTERM before it stops.
     rulesage_grace_s: float = 5.0
     rulesage_max_question_chars: int = MAX_QUESTION_CHARS
@@ -75,3 +88,13 @@ def load(cls: type[S]) -> S:
             value = os.environ.get(name, "<unset>")
             problems.append(f"{name}={value!r}: {err['msg']}")
         raise ConfigError("bad configuration: " + "; ".join(problems)) from None
+
+
+def log_level() -> str:
+    """$RULESAGE_LOG_LEVEL, upper-cased (default INFO): what every process hands ``logging.basicConfig``."""
+    return load(LogSettings).rulesage_log_level.upper()
+
+
+def configured_database_url() -> str:
+    """$DATABASE_URL without surrounding blanks; "" when unset or blank (then the embedded server runs)."""
+    return load(DatabaseSettings).database_url.strip()

@@ -26,7 +26,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from rulesage import db, mesh
-from rulesage.config import ROOT, ConfigError, state_dir
+from rulesage.config import ROOT, ConfigError, configured_database_url, state_dir
 
 SERVICES = tuple(s.name for s in mesh.grpc_services())  # in the registry's start order
 GATEWAY = mesh.gateway().name
@@ -138,7 +138,7 @@ class Supervisor:
     def __init__(self) -> None:
         self.ports = ports()
         self.children: dict[str, Child] = {}
-        self.embedded = not os.environ.get("DATABASE_URL", "").strip()
+        self.embedded = not configured_database_url()
         self.url = ""
         self.stopping = False
         self.state = MeshState(os.getpid(), "", f"http://127.0.0.1:{self.ports[GATEWAY]}")
@@ -457,7 +457,7 @@ def _stop_stalled(proc: subprocess.Popen[bytes]) -> None:
     proc.wait(10)
     with contextlib.suppress(FileNotFoundError):
         state_file().unlink()
-    if not os.environ.get("DATABASE_URL"):
+    if not configured_database_url():
         db.stop_embedded()
 
 
@@ -487,7 +487,7 @@ def up_detached(out: TextIO = sys.stdout) -> int:
 def down(timeout: float = 60.0, out: TextIO = sys.stdout) -> int:
     st = read_state()
     if st is None:
-        stopped_db = db.stop_embedded() if not os.environ.get("DATABASE_URL") else False
+        stopped_db = db.stop_embedded() if not configured_database_url() else False
         print(
             "RuleSage is not running" + (" (stopped a leftover embedded Postgres)" if stopped_db else ""),
             file=out,

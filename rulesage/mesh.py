@@ -3,11 +3,13 @@
 Everything that needs the list of services reads it from here: the runner (default ports and addresses),
 the launcher (what to start, in which order), the CLI (``rulesage serve NAME``), fusion (which arms vote,
 and which of them wait for the question's vectors), the evaluation (per-arm figures), the load bench, the
-tests, and the k8s manifests (checked against this table by tests/unit/test_k8s.py).
+tests, and the k8s manifests (k8s/base/mesh/ is rendered from this table by scripts/gen_k8s.py, and
+tests/unit/test_k8s.py fails when the committed files differ from what it renders).
 
 To add a search arm: write ``services/<name>/`` (a server module whose service answers ``rulesage.v1.Arm``
 and a ``__main__`` that calls ``runner.main``), then add one ``Svc`` with ``role=Role.ARM`` below. Fusion
-fans out to it, the launcher starts it and the wrench's ceiling counts its vote.
+fans out to it, the launcher starts it and the wrench's ceiling counts its vote. Then
+``python scripts/gen_k8s.py`` writes its Deployment and Service.
 """
 
 from __future__ import annotations
@@ -49,6 +51,23 @@ class Drawer:
 
 
 @dataclass(frozen=True)
+class Pod:
+    """How a service runs on Kubernetes beyond what its contract implies: the rest of its Deployment in
+    k8s/base/mesh/<name>.yaml (rendered by scripts/gen_k8s.py). Sizes are Kubernetes quantities."""
+
+    cpu: str = "100m"  # requests
+    memory: str = "256Mi"
+    cpu_limit: str = "1"
+    memory_limit: str = "512Mi"
+    autoscaled: bool = False  # replicas owned by its HorizontalPodAutoscaler (k8s/base/hpa.yaml), never set
+    seed_models: bool = False  # an init container copies the image's models into the empty state volume
+    env: tuple[tuple[str, str], ...] = ()  # fixed (name, value) pairs
+    # variables set to the container's CPU limit: thread counts sized to the pod, not to the node's cores
+    cpu_limit_env: tuple[str, ...] = ()
+    secret_env: tuple[tuple[str, str], ...] = ()  # (variable, Secret): the Secret's key of the same name
+
+
+@dataclass(frozen=True)
 class Svc:
     name: str
     port: int  # contract port: the k8s containerPort and, offset by $RULESAGE_BASE_PORT, the local port
@@ -58,6 +77,8 @@ class Svc:
     embedder: bool = False  # also serves Embedder.Embed: the one place the question is embedded
     database: bool = True  # opens a database pool (k8s: DATABASE_URL and the postgres-client label)
     index_drawers: tuple[Drawer, ...] = ()  # run after every ingest (rulesage.indexing.draw_all)
+    doc: str = ""  # what it does, in a line (the head of its k8s manifest)
+    pod: Pod = Pod()  # its Kubernetes Deployment
 
     @property
     def module(self) -> str:
@@ -69,10 +90,19 @@ class Svc:
         return load_entry(self.entry)
 
 
+# Model-bound services size ONNX Runtime's threads by their CPU limit (os.cpu_count() sees the whole node).
+_ORT_THREADS = "RULESAGE_ORT_THREADS"
+
 MESH: dict[str, Svc] = {
     s.name: s
     for s in (
-        Svc("lexical", 50061, Role.ARM, "services.lexical.server:LexicalService"),
+        Svc(
+            "lexical",
+            50061,
+            Role.ARM,
+            "services.lexical.server:LexicalService",
+            doc="full-text arm (Postgres tsvector + pg_trgm).",
+        ),
         Svc(
             "dense",
             50062,
@@ -80,16 +110,56 @@ MESH: dict[str, Svc] = {
             "services.dense.server:DenseService",
             needs_vectors=True,
             embedder=True,
+            doc="vector arm (pgvector, exact top-k within a family) and the question Embedder (ONNX).",
+            pod=Pod(
+                cpu="250m",
+                memory="512Mi",
+                cpu_limit="2",
+                memory_limit="1Gi",
+                seed_models=True,
+                cpu_limit_env=(_ORT_THREADS,),
+            ),
         ),
-        Svc("aisle", 50063, Role.ARM, "services.aisle.server:AisleService", needs_vectors=True),
-        Svc("category", 50068, Role.ARM, "services.category.server:CategoryService", needs_vectors=True),
-        Svc("fusion", 50064, Role.STAGE, "services.fusion.server:FusionService"),
+        Svc(
+            "aisle",
+            50063,
+            Role.ARM,
+            "services.aisle.server:AisleService",
+            needs_vectors=True,
+            doc="aisle arm (aliases and headings).",
+        ),
+        Svc(
+            "category",
+            50068,
+            Role.ARM,
+            "services.category.server:CategoryService",
+            needs_vectors=True,
+            doc="the category leg (the question put in one category of the game's map; the mapped sections"
+            " voted).",
+        ),
+        Svc(
+            "fusion",
+            50064,
+            Role.STAGE,
+            "services.fusion.server:FusionService",
+            doc="fans out to the arms, fuses their lists with RRF and hydrates the fused passages.",
+        ),
         Svc(
             "rerank",
             50065,
             Role.STAGE,
             "services.rerank.server:RerankService",
             index_drawers=(Drawer("reranker_states_drawn", "services.rerank.states:draw_missing"),),
+            doc="cross-encoder reranker (ONNX Runtime; CPU or GPU) over the windows' stored encoder states.",
+            pod=Pod(
+                cpu="1",
+                memory="1Gi",
+                cpu_limit="4",
+                memory_limit="2Gi",
+                autoscaled=True,
+                seed_models=True,
+                cpu_limit_env=(_ORT_THREADS, "RULESAGE_RERANK_THREADS"),
+            ),
         ),
         Svc(
             "answer",
@@ -97,9 +167,39 @@ MESH: dict[str, Svc] = {
             Role.STAGE,
             "services.answer.server:AnswerService",
             index_drawers=(Drawer("sentence_vectors_drawn", "services.answer.sentence_index:draw_missing"),),
+            doc="quote-before-answer writer (extractive | llama-cpp | openai).",
+            pod=Pod(
+                cpu="500m",
+                memory="1Gi",
+                cpu_limit="4",
+                memory_limit="4Gi",
+                autoscaled=True,
+                seed_models=True,
+                # freed tensors go back to the kernel: without these RSS drifted +12 % over a 5-minute load
+                # (the launcher sets the same for its child process)
+                env=(("MALLOC_MMAP_THRESHOLD_", "262144"), ("MALLOC_TRIM_THRESHOLD_", "524288")),
+                cpu_limit_env=(_ORT_THREADS,),
+            ),
         ),
-        Svc("doorman", 50067, Role.STAGE, "services.doorman.server:DoormanService", database=False),
-        Svc("gateway", 8080, Role.GATEWAY, "gateway.app:create_app"),
+        Svc(
+            "doorman",
+            50067,
+            Role.STAGE,
+            "services.doorman.server:DoormanService",
+            database=False,
+            doc="screens rulings before the public wall.",
+            # The learned screen embeds each question with MiniLM (~90 MB of weights, beside the profanity
+            # classifier), and the runtime image has no torch to export it again: the models are seeded.
+            pod=Pod(memory="512Mi", memory_limit="1Gi", seed_models=True),
+        ),
+        Svc(
+            "gateway",
+            8080,
+            Role.GATEWAY,
+            "gateway.app:create_app",
+            doc="the HTTP front door (FastAPI): the page, /ask, the wrench, the public wall, admin review.",
+            pod=Pod(cpu="200m", autoscaled=True, secret_env=(("RULESAGE_ADMIN_TOKEN", "rulesage-admin"),)),
+        ),
     )
 }
 

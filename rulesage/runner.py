@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -27,7 +26,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from rulesage import mesh, telemetry
-from rulesage.config import CommonSettings, ConfigError, load
+from rulesage.config import CommonSettings, ConfigError, load, log_level
 from rulesage.core.questions import BadQuestion
 from rulesage.db import DatabaseError
 
@@ -204,7 +203,7 @@ async def serve_forever(name: str, factory: Callable[[], Service]) -> None:
 def main(name: str, factory: Callable[[], Service]) -> int:
     """Process entry point: exit 2 with a one-line message on bad configuration or a taken port."""
     logging.basicConfig(
-        level=os.environ.get("RULESAGE_LOG_LEVEL", "INFO").upper(),
+        level=log_level(),
         format=f"%(asctime)s {name} %(levelname)s %(message)s",
     )
     try:

@@ -22,7 +22,7 @@ import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
 from psycopg_pool import AsyncConnectionPool
 
-from rulesage.config import state_dir
+from rulesage.config import configured_database_url, state_dir
 
 log = logging.getLogger(__name__)
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -76,7 +76,7 @@ def stop_embedded() -> bool:
 
 def database_url(start_embedded: bool = True) -> str:
     """``DATABASE_URL`` when set, else the embedded server's URI."""
-    url = os.environ.get("DATABASE_URL", "").strip()
+    url = configured_database_url()
     if url:
         return url
     return embedded_uri(start=start_embedded)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -13,30 +12,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from rulesage import runner
-from rulesage.db import database_url, migrate
+from tests.support.throwaway_db import throwaway_database as fresh_database
 
 ROOT = Path(__file__).resolve().parents[2]
 MINI_SHELF = ROOT / "tests" / "fixtures" / "mini-shelf.toml"
-
-
-@contextmanager
-def fresh_database(prefix: str = "rs_test_") -> Iterator[str]:
-    """CREATE a database with a random name on the embedded server, migrate it, DROP it afterwards."""
-    base = database_url()
-    name = prefix + secrets.token_hex(5)
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    url = psycopg.conninfo.make_conninfo(base, dbname=name)
-    try:
-        migrate(url)
-        yield url
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import subprocess
 import sys
 import threading
@@ -26,11 +25,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from rulesage import runner
 from rulesage.config import shared_dir
-from rulesage.db import database_url, migrate
 from rulesage.v1 import answer_pb2, answer_pb2_grpc, common_pb2
 from services.answer.context import PgLibrary
 from services.answer.server import AnswerService
 from services.answer.settings import AnswerSettings, calibrated_threshold
+from tests.support.throwaway_db import throwaway_database
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,17 +70,8 @@ def read_rules(wanted: tuple[str, ...] = RULES) -> list[Rule]:
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    base = database_url()
-    name = "answer_test_" + secrets.token_hex(5)
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    try:
-        url = psycopg.conninfo.make_conninfo(base, dbname=name)
-        migrate(url)
+    with throwaway_database("answer_test_") as url:
         yield url
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def _insert_passage(

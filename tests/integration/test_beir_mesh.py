@@ -7,18 +7,18 @@ import asyncio
 import gzip
 import itertools
 import json
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 
-from rulesage import beir, runner
+from rulesage import runner
 from rulesage.config import shared_dir
-from rulesage.db import connect, database_url, migrate
+from rulesage.db import connect
+from rulesage.eval import beir
 from services.dense.server import DenseService
 from services.lexical.server import LexicalService
+from tests.support.throwaway_db import throwaway_database
 
 pytestmark = pytest.mark.integration
 SCIFACT = shared_dir() / "eval" / "scifact"
@@ -27,17 +27,8 @@ N = 50
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    base = database_url()
-    name = "beir_test_" + secrets.token_hex(5)
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    try:
-        url = psycopg.conninfo.make_conninfo(base, dbname=name)
-        migrate(url)
+    with throwaway_database("beir_test_") as url:
         yield url
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @pytest.fixture(scope="module")

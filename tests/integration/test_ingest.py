@@ -8,34 +8,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import psycopg
 import pytest
 
-from rulesage.db import connect, database_url, migrate
+from rulesage.db import connect
 from rulesage.embed import identity
 from rulesage.ingest.model import ParsedDocument, PassageDraft, SectionDraft
 from rulesage.ingest.pipeline import ingest_shelf
+from tests.support.throwaway_db import throwaway_database
 
 pytestmark = pytest.mark.integration
 
 
-def fresh_database() -> Iterator[str]:
-    base = database_url()
-    name = "ingest_test_" + secrets.token_hex(5)
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    url = psycopg.conninfo.make_conninfo(base, dbname=name)
-    try:
-        migrate(url)
-        yield url
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
-
 @pytest.fixture
 def db() -> Iterator[str]:
-    yield from fresh_database()
+    with throwaway_database("ingest_test_") as url:
+        yield url
 
 
 def q(url: str, sql: str, args: tuple = ()) -> list[tuple]:

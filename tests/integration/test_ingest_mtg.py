@@ -5,17 +5,16 @@ Reads the books from ../shared (eval-only licence: never copied into the project
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from rulesage.config import shared_dir
 from rulesage.core.text import normalise
-from rulesage.db import connect, database_url, migrate
+from rulesage.db import connect
 from rulesage.ingest.pipeline import ingest_shelf
+from tests.support.throwaway_db import throwaway_database
 
 pytestmark = pytest.mark.integration
 
@@ -48,17 +47,8 @@ def manifest(tmp: Path, *releases: tuple[Path, str]) -> Path:
 
 @pytest.fixture(scope="module")
 def db() -> Iterator[str]:
-    base = database_url()
-    name = "ingest_mtg_" + secrets.token_hex(5)
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    url = psycopg.conninfo.make_conninfo(base, dbname=name)
-    try:
-        migrate(url)
+    with throwaway_database("ingest_mtg_") as url:
         yield url
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def q(url: str, sql: str, args: tuple = ()) -> list[tuple]:

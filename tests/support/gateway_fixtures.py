@@ -3,32 +3,14 @@ server, random name, migrated, dropped at the end) and a sample shelf + ruling s
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 
-from rulesage import db
-
-
-@contextmanager
-def throwaway_database(base_url: str | None = None) -> Iterator[str]:
-    """CREATE DATABASE with a random name on the configured server, migrate it, yield its URL, DROP it."""
-    base = base_url or db.database_url()
-    name = "rs_test_" + secrets.token_hex(6)
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = make_conninfo(base, dbname=name)
-    try:
-        db.migrate(url)
-        yield url
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+# the gateway tests import the throwaway database from here
+from tests.support.throwaway_db import throwaway_database as throwaway_database
 
 
 def database_name(url: str) -> str:

@@ -1,5 +1,9 @@
 """The container image and the Kubernetes manifests, checked without a cluster or a Docker engine.
 
+The per-service manifests (k8s/base/mesh/) and the generated blocks of k8s/base/kustomization.yaml are
+rendered from the registry (rulesage/mesh.py) by scripts/gen_k8s.py: committed files that differ from what it
+renders fail here, and so does a registry that renders no manifest for a new arm.
+
 Every overlay in k8s/overlays/ is rendered with the real kustomize (``kustomize build`` or the one built into
 ``kubectl kustomize``, v5+), every rendered object is validated against the Kubernetes OpenAPI schemas
 (``kubernetes-validate``, offline, strict: unknown fields fail), and the mesh's own rules are checked: each
@@ -15,6 +19,8 @@ Only a missing/too-old kustomize skips the rendered checks (with the reason); th
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import json
 import re
 import shutil
@@ -25,6 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -46,7 +53,8 @@ PORTS = {s.name: s.port for s in mesh.grpc_services()}
 GATEWAY_PORT = mesh.gateway().port
 # Every process that opens a database pool (the registry's database clients), and the two jobs.
 DB_CLIENTS = {s.name for s in mesh.MESH.values() if s.database} | {"rulesage-migrate", "rulesage-ingest"}
-HPA_SERVICES = {"gateway", "rerank", "answer"}
+HPA_SERVICES = {s.name for s in mesh.MESH.values() if s.pod.autoscaled}
+MODEL_USERS = {s.name for s in mesh.MESH.values() if s.pod.seed_models} | {"rulesage-ingest"}
 GPU_SERVICES = {"rerank", "answer"}
 
 Obj = dict[str, Any]
@@ -157,6 +165,109 @@ def env_value(c: Obj, name: str) -> str | None:
 @pytest.fixture(params=OVERLAYS)
 def rendered(request: pytest.FixtureRequest) -> Rendered:
     return request.param, render(request.param)
+
+
+# -- the generator (scripts/gen_k8s.py) --------------------------------------------------------------------
+
+
+@cache
+def generator() -> ModuleType:
+    """scripts/gen_k8s.py, imported from its path (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("gen_k8s", ROOT / "scripts" / "gen_k8s.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_committed_manifests_are_what_the_generator_renders() -> None:
+    gen = generator()
+    rendered = gen.render(mesh.MESH.values())
+    assert set(rendered) == {f"mesh/{name}.yaml" for name in mesh.MESH} | {"kustomization.yaml"}
+    stale = gen.stale(rendered)
+    assert not stale, f"stale manifests under k8s/base (run `python scripts/gen_k8s.py`): {stale}"
+
+
+def test_generator_check_mode_names_stale_files(tmp_path: Path) -> None:
+    gen = generator()
+    base = tmp_path / "base"
+    shutil.copytree(K8S / "base", base)
+    rendered = gen.render(mesh.MESH.values(), base)
+    assert gen.stale(rendered, base) == []
+    (base / "mesh" / "fusion.yaml").write_text((base / "mesh" / "fusion.yaml").read_text() + "# hand edit\n")
+    (base / "mesh" / "orphan.yaml").write_text("{}\n")
+    assert gen.stale(rendered, base) == ["mesh/fusion.yaml", "mesh/orphan.yaml"]
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gen_k8s.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_new_arm_in_the_registry_gets_its_manifests() -> None:
+    """One Svc line is all a new arm needs: its Deployment, its Service, its place in the kustomization's
+    resources and its address in rulesage-config are rendered from it."""
+    import kubernetes_validate
+
+    gen = generator()
+    arm = mesh.Svc("firstpages", 50099, mesh.Role.ARM, "firstpages_arm.server:FirstPassagesArm")
+    registry = [*mesh.MESH.values(), arm]
+    rendered = gen.render(registry)
+    assert set(rendered) - set(gen.render(mesh.MESH.values())) == {"mesh/firstpages.yaml"}
+    objs = {o["kind"]: o for o in yaml.safe_load_all(rendered["mesh/firstpages.yaml"])}
+    assert set(objs) == {"Deployment", "Service"}
+    for obj in objs.values():
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+    deployment, service = objs["Deployment"], objs["Service"]
+    template = deployment["spec"]["template"]
+    (c,) = template["spec"]["containers"]
+    assert c["args"] == ["serve", "firstpages"]
+    assert {"name": "grpc", "containerPort": 50099} in c["ports"]
+    assert env_value(c, "RULESAGE_PORT") == "50099"
+    assert c["readinessProbe"]["grpc"] == {"port": 50099}
+    assert template["metadata"]["labels"]["rulesage.io/postgres-client"] == "true"
+    assert any(e["name"] == "DATABASE_URL" for e in c["env"])
+    assert deployment["spec"]["replicas"] >= 1
+    assert service["spec"]["clusterIP"] == "None" and service["spec"]["ports"][0]["port"] == 50099
+    kustomization = yaml.safe_load(rendered["kustomization.yaml"])
+    assert "mesh/firstpages.yaml" in kustomization["resources"]
+    (config,) = [g for g in kustomization["configMapGenerator"] if g["name"] == "rulesage-config"]
+    assert "RULESAGE_FIRSTPAGES_ADDR=firstpages:50099" in config["literals"]
+
+    # the registry decides the rest: no database, and a pod sized like the model-bound stages
+    quiet = dataclasses.replace(
+        arm, database=False, pod=mesh.Pod(cpu="1", memory_limit="2Gi", autoscaled=True, seed_models=True)
+    )
+    (deployment, _) = yaml.safe_load_all(gen.render([*mesh.MESH.values(), quiet])["mesh/firstpages.yaml"])
+    template = deployment["spec"]["template"]
+    (c,) = template["spec"]["containers"]
+    assert "rulesage.io/postgres-client" not in template["metadata"]["labels"]
+    assert not any(e["name"] == "DATABASE_URL" for e in c["env"])
+    assert "replicas" not in deployment["spec"]
+    assert c["resources"]["requests"]["cpu"] == "1" and c["resources"]["limits"]["memory"] == "2Gi"
+    assert [i["name"] for i in template["spec"]["initContainers"]] == ["seed-models"]
+
+
+def test_overlays_name_only_rendered_services() -> None:
+    """The overlays and the GPU component patch Deployments by name: every name they use is rendered."""
+    deployments = set(mesh.MESH) | {"otel-collector", "jaeger"}
+    for path in [
+        *(K8S / "overlays").glob("*/kustomization.yaml"),
+        K8S / "components" / "gpu" / "kustomization.yaml",
+    ]:
+        kustomization = yaml.safe_load(path.read_text())
+        for entry in kustomization.get("replicas", []):
+            assert entry["name"] in deployments, f"{path}: replicas for unknown {entry['name']}"
+        for patch in kustomization.get("patches", []):
+            target = patch.get("target", {})
+            if target.get("kind") == "Deployment":
+                assert target["name"] in deployments, f"{path}: patch for unknown {target['name']}"
+            if "path" in patch:
+                doc = yaml.safe_load((path.parent / patch["path"]).read_text())
+                if doc["kind"] == "Deployment":
+                    assert doc["metadata"]["name"] in deployments, f"{path.parent / patch['path']}"
 
 
 # -- the renderer itself -----------------------------------------------------------------------------------
@@ -371,8 +482,7 @@ def test_rulesage_pods_run_as_the_image_user_with_writable_state(rendered: Rende
             mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
             assert "emptyDir" in volumes[mounts[STATE_DIR]], f"{name}: state must be an emptyDir"
             assert "emptyDir" in volumes[mounts["/tmp"]], f"{name}: /tmp must be an emptyDir"
-        model_users = {"dense", "rerank", "answer", "rulesage-ingest"}
-        if name in model_users:
+        if name in MODEL_USERS:
             (seed,) = spec["initContainers"]
             assert seed["command"][-2:] == [f"{STATE_DIR}/models", "/seed/"]
             assert volumes[seed["volumeMounts"][0]["name"]] is volumes[mounts[STATE_DIR]]
