@@ -109,7 +109,8 @@ def sizes(url: str, top: int = 10) -> dict[str, Any]:
 
 
 def measure(shelf: Path, gold: Path, rounds: int) -> dict[str, Any]:
-    from rulesage import db, evaluation
+    from rulesage import db
+    from rulesage.eval import runs as evaluation
 
     url = db.database_url()
     bench = evaluation.run_bench(shelf, gold, rounds=rounds, previous=False)

@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
 from rulesage.core import rrf  # noqa: E402
-from rulesage.core.metrics import first_rank, found  # noqa: E402
 from rulesage.embed import shared_embedder  # noqa: E402
+from rulesage.eval.gold import first_rank, found  # noqa: E402
 from rulesage.ingest.parse import parse_document  # noqa: E402
 from rulesage.ingest.shelf import load_shelf  # noqa: E402
 

@@ -1,5 +1,5 @@
-"""The `rulesage` command line: up, down, status, migrate, ingest, ask, eval, bench, doorman-exam, serve,
-train."""
+"""The `rulesage` command line: up, down, status, migrate, ingest, ask, eval, gate, figures, bench,
+doorman-exam, serve, train."""
 
 from __future__ import annotations
 
@@ -122,28 +122,28 @@ def cmd_ask(ns: argparse.Namespace) -> int:
 
 
 def cmd_eval(ns: argparse.Namespace) -> int:
-    from rulesage import evaluation
+    from rulesage.eval import runs
 
-    trace: evaluation.Trace | None = None
+    trace: runs.Trace | None = None
     if ns.beir:
         if ns.report:
             print("rulesage eval: --report is for gold questions (--shelf and --gold)", file=sys.stderr)
             return 2
-        report = evaluation.run_beir(Path(ns.beir), limit=ns.limit)
+        report = runs.run_beir(Path(ns.beir), limit=ns.limit)
     else:
         if not ns.shelf or not ns.gold:
             print("rulesage eval: --shelf and --gold are required (or --beir DIR)", file=sys.stderr)
             return 2
-        trace = evaluation.Trace() if ns.report else None
-        report = evaluation.run_gold(
+        trace = runs.Trace() if ns.report else None
+        report = runs.run_gold(
             Path(ns.shelf), Path(ns.gold), answer=not ns.no_answer, limit=ns.limit, games=ns.game, trace=trace
         )
     if ns.json:
         _print_json(report)
     else:
-        print(evaluation.report_text(report))
+        print(runs.report_text(report))
     if trace is not None:
-        from rulesage.report import write_report
+        from rulesage.eval.report import write_report
 
         command = shlex.join(["rulesage", *getattr(ns, "argv", sys.argv[1:])])
         index = write_report(
@@ -151,26 +151,61 @@ def cmd_eval(ns: argparse.Namespace) -> int:
         )
         # stdout stays the eval's own output (only JSON with --json): the report's path goes to stderr
         print(f"report: {index.resolve()}", file=sys.stderr)
+    if ns.record:
+        from rulesage.eval import figures
+
+        typed = list(getattr(ns, "argv", sys.argv[1:]))
+        for flag in ("--record", "--record-set"):
+            while flag in typed:
+                i = typed.index(flag)
+                del typed[i : i + 2]
+        set_name = ns.record_set or (Path(ns.gold).stem if ns.gold else Path(ns.beir).name)
+        figures.record(ns.record, shlex.join(["rulesage", *typed]), {set_name: report})
+        print(f"recorded: {ns.record} / {set_name} in {figures.FIGURES}", file=sys.stderr)
+    return 0
+
+
+def cmd_gate(ns: argparse.Namespace) -> int:
+    from rulesage.eval import gate
+
+    return gate.main(["--json"] if ns.json else [], record=ns.record)
+
+
+def cmd_figures(ns: argparse.Namespace) -> int:
+    from rulesage.eval import figures
+
+    try:
+        changed = figures.sync(check=ns.check)
+    except figures.FiguresError as exc:
+        print(f"rulesage figures: {exc}", file=sys.stderr)
+        return 2
+    if ns.check:
+        for rel in changed:
+            print(f"stale: {rel} (run `rulesage figures`)", file=sys.stderr)
+        return 1 if changed else 0
+    for rel in changed:
+        print(f"rewrote {rel}")
     return 0
 
 
 def cmd_bench(ns: argparse.Namespace) -> int:
-    from rulesage import evaluation
+    from rulesage.eval import runs
 
-    report = evaluation.run_bench(
+    report = runs.run_bench(
         Path(ns.shelf), Path(ns.gold), rounds=ns.rounds, answer=not ns.no_answer, previous=not ns.no_previous
     )
     if ns.json:
         _print_json(report)
     else:
-        print(evaluation.bench_text(report))
+        print(runs.bench_text(report))
     return 0
 
 
 def cmd_doorman_exam(ns: argparse.Namespace) -> int:
-    # the exam belongs to the doorman service: reached by name, as the registry's entry points are
-    run = _service_entry("doorman", "exam_cli:main")
-    return int(run(ns.exam, ns.json, ns.write_report))
+    # the doorman sits the exam in its own package, reached by name as the registry's entry points are
+    from rulesage.eval import doorman
+
+    return doorman.main(_service_entry("doorman", doorman.SITTER), ns.exam, ns.json, ns.write_report)
 
 
 def cmd_serve(ns: argparse.Namespace) -> int:
@@ -267,8 +302,30 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="also write an HTML report to DIR (index.html, plots, a page per question); its path on stderr",
     )
+    s.add_argument(
+        "--record",
+        metavar="CONDITION",
+        help="store the figures under CONDITION in rulesage/eval/figures.json, with this command",
+    )
+    s.add_argument(
+        "--record-set", metavar="NAME", help="the set's name there (default: the gold file's stem)"
+    )
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_eval)
+
+    s = sub.add_parser(
+        "gate", help="the evaluation gate: part of the shelf, the real mesh, both gold sets, against floors"
+    )
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--record", action="store_true", help="store its figures as the gate's condition")
+    s.set_defaults(func=cmd_gate)
+
+    s = sub.add_parser(
+        "figures",
+        help="rewrite the README's, the cards' and the gate's figures from rulesage/eval/figures.json",
+    )
+    s.add_argument("--check", action="store_true", help="change nothing; exit 1 naming each stale file")
+    s.set_defaults(func=cmd_figures)
 
     s = sub.add_parser("bench", help="latency of the search road and the answer over the gold questions")
     s.add_argument("--shelf", required=True)
@@ -278,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--no-previous",
         action="store_true",
-        help="do not time the previous release's configuration beside (see evaluation.PREVIOUS_CONFIG)",
+        help="do not time the previous configuration beside (rulesage.eval.runs.PREVIOUS_CONFIG)",
     )
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_bench)

@@ -15,7 +15,6 @@ import numpy as np
 import psycopg
 
 from rulesage.core import rrf as core_rrf
-from rulesage.core.text import supports
 
 
 @dataclass(frozen=True)
@@ -91,20 +90,3 @@ def rrf(lists: Sequence[Sequence[int]], k: int = core_rrf.K) -> list[int]:
 def family_of(conn: psycopg.Connection, game: str) -> int | None:
     row = conn.execute("SELECT family_id FROM games WHERE slug = %s", (game,)).fetchone()
     return int(row[0]) if row else None
-
-
-@dataclass(frozen=True)
-class Evidence:
-    doc: str
-    page: int | None
-    quote: str
-
-
-def matches(p: Passage, ev: Evidence) -> bool:
-    """The gold matching rule: the passage is of the evidence's document, holds the quote (normalised, or
-    an 8-word run of it), and its page span covers the evidence's page when both are known."""
-    if p.doc_key != ev.doc or not supports(p.text, ev.quote):
-        return False
-    if ev.page and p.page_start and p.page_end:
-        return p.page_start <= ev.page <= p.page_end
-    return True

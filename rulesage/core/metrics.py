@@ -1,10 +1,5 @@
-"""Retrieval and answer metrics (pure): the gold matching rule, recall, MRR ranks, percentiles, AUC, nDCG,
-recall@k curves and reliability bins.
-
-A passage supports an evidence item when it is from the item's document, its page span holds the item's page
-(when both have pages), and it holds the whole normalised quote or a run of 8 of its words
-(``text.supports``).
-"""
+"""Retrieval and answer metrics (pure): recall, percentiles, AUC, nDCG, recall@k curves, reliability bins
+and the abstain threshold. The gold matching rule is rulesage.eval.gold's."""
 
 from __future__ import annotations
 
@@ -12,52 +7,6 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from rulesage.core.text import supports
-
-
-# -- matching --------------------------------------------------------------------------------------
-def supports_evidence(p: dict[str, Any], ev: dict[str, Any]) -> bool:
-    if p.get("doc_key") != ev["doc"]:
-        return False
-    page = ev.get("page")
-    if (
-        page is not None
-        and p.get("page_start")
-        and not p["page_start"] <= page <= (p.get("page_end") or p["page_start"])
-    ):
-        return False
-    return supports(p.get("text", ""), ev["quote"])
-
-
-def found(passages: list[dict[str, Any]], q: dict[str, Any]) -> bool:
-    evs = q["evidence"]
-    if q.get("all"):
-        return all(any(supports_evidence(p, ev) for p in passages) for ev in evs)
-    return any(supports_evidence(p, ev) for p in passages for ev in evs)
-
-
-def first_rank(passages: list[dict[str, Any]], q: dict[str, Any]) -> int | None:
-    for i, p in enumerate(passages, 1):
-        if any(supports_evidence(p, ev) for ev in q["evidence"]):
-            return i
-    return None
-
-
-def found_at(passages: list[dict[str, Any]], q: dict[str, Any]) -> int | None:
-    """The smallest k with ``found(passages[:k], q)`` (None when the whole list does not find it): the first
-    supporting passage, or with ``all`` the deepest of each evidence item's first supporting passage."""
-    firsts = []
-    for ev in q["evidence"]:
-        first = next((i for i, p in enumerate(passages, 1) if supports_evidence(p, ev)), None)
-        if q.get("all") and first is None:
-            return None
-        if first is not None:
-            firsts.append(first)
-    if not firsts:
-        return None
-    return max(firsts) if q.get("all") else min(firsts)
 
 
 def recall_curve(ranks: Sequence[int | None], ks: Sequence[int]) -> list[float]:

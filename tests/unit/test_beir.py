@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rulesage import beir
 from rulesage.core.metrics import ndcg_at_10
+from rulesage.eval import beir
 
 
 def test_parse_qrels_skips_the_header_and_groups_by_query() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from rulesage.doorman_report import stored_report
+from rulesage.eval import doorman as scoring
 from services.doorman import classifier, exam
 from services.doorman.rules import Decision, Verdict
 from services.doorman.screen import Screener
@@ -40,13 +41,13 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_exam_is_frozen() -> None:
-    assert exam.sha256(EXAM) == FROZEN_SHA256, "data/doorman/exam.jsonl changed: the exam is frozen"
+    assert scoring.sha256(EXAM) == FROZEN_SHA256, "data/doorman/exam.jsonl changed: the exam is frozen"
     written = re.search(r"^\s+([0-9a-f]{64})\s+exam\.jsonl$", README.read_text(), re.MULTILINE)
     assert written is not None and written.group(1) == FROZEN_SHA256
 
 
 def test_the_exam_file_is_well_formed() -> None:
-    rows = exam.load(EXAM)
+    rows = scoring.load(EXAM)
     assert len(rows) == 373
     assert [r.id for r in rows] == [f"ex-{n:04d}" for n in range(1, 374)]
     assert all((r.label == "clear") == (r.cls == "ordinary") for r in rows)
@@ -111,7 +112,7 @@ class _ClearsOnFailure(Screener):
 
 
 def test_gate_5_catches_a_doorman_that_clears_on_failure() -> None:
-    rows = [exam.Row("t-1", "Can the robber go back to the desert?", "clear", "ordinary")]
+    rows = [scoring.Row("t-1", "Can the robber go back to the desert?", "clear", "ordinary")]
     broken = _ClearsOnFailure(classifier=classifier.profanity_probability)
     real = Screener(classifier=classifier.profanity_probability)
 

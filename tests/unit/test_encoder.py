@@ -89,8 +89,8 @@ def test_the_encoder_recipe_takes_its_options_from_the_command_line() -> None:
 
 
 def test_the_card_is_what_the_run_and_the_figures_file_make() -> None:
-    """Change a figure in training/encoder/figures.json without `rulesage train encoder --card-only`, or
-    retrain without rewriting the card, and this fails."""
+    """Change a figure in rulesage/eval/figures.json without `rulesage figures`, or retrain without
+    rewriting the card, and this fails."""
     from training.encoder.ship import FIGURES, card_text
 
     folder = embed.tuned_model_dir()

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from rulesage.core.metrics import expected_calibration_error, found_at, recall_curve, reliability
-from rulesage.report import write_report
-from rulesage.report.pages import page_names
+from rulesage.core.metrics import expected_calibration_error, recall_curve, reliability
+from rulesage.eval.gold import found_at
+from rulesage.eval.report import write_report
+from rulesage.eval.report.pages import page_names
 
 HOSTILE = '<script>alert("x")</script> can I & should I?'
 GOLD_TEXT = "Nothing can be played on to a King."

@@ -40,7 +40,7 @@ def _share(text: str) -> float:
 
 def holds(p: dict[str, Any], q: Any) -> bool:
     """The passage answers the row: its quote (on the row's page, when the passage has pages) or its rule."""
-    from rulesage.core.metrics import supports_evidence
+    from rulesage.eval.gold import supports_evidence
     from training.questions import rule_row
 
     if not q.answerable or p["doc_key"] != q.doc:

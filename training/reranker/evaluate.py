@@ -7,7 +7,6 @@ scorers can be compared by the questions they flip, not only by one figure.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +14,9 @@ from pathlib import Path
 import numpy as np
 import psycopg
 
+from rulesage.eval.gold import Evidence, load_gold, needs_all, supports_evidence
 from services.rerank.guarantees import Candidate, ranked, select
-from training.pool import Evidence, FamilyIndex, matches
+from training.pool import FamilyIndex
 
 
 @dataclass(frozen=True)
@@ -31,24 +31,22 @@ class Item:
 
 def gold_items(path: Path, families: dict[str, int]) -> list[Item]:
     out = []
-    for line in path.read_text().splitlines():
-        d = json.loads(line)
+    for d in load_gold(path):
         if not d.get("answerable") or d["game"] not in families:
             continue
-        ev = tuple(Evidence(e["doc"], e.get("page"), e["quote"]) for e in d["evidence"])
-        all_needed = bool(d.get("all")) or any(e.get("all") for e in d["evidence"])
-        out.append(Item(d["id"], d["question"], d["game"], families[d["game"]], ev, all_needed))
+        ev = tuple(Evidence.of(e) for e in d["evidence"])
+        out.append(Item(d["id"], d["question"], d["game"], families[d["game"]], ev, needs_all(d)))
     return out
 
 
 def hit(passages: Sequence[int], index: FamilyIndex, item: Item) -> bool:
-    found = [any(matches(index.passages[i], ev) for i in passages) for ev in item.evidence]
+    found = [any(supports_evidence(index.passages[i], ev) for i in passages) for ev in item.evidence]
     return all(found) if item.all_needed else any(found)
 
 
 def first_hit_rank(order: Sequence[int], index: FamilyIndex, item: Item, k: int = 10) -> int:
     for r, i in enumerate(order[:k], start=1):
-        if any(matches(index.passages[i], ev) for ev in item.evidence):
+        if any(supports_evidence(index.passages[i], ev) for ev in item.evidence):
             return r
     return 0
 

@@ -1,5 +1,5 @@
 """`rulesage eval --report DIR`: a self-contained evaluation report a person reads (HTML, SVG plots)."""
 
-from rulesage.report.pages import write_report
+from rulesage.eval.report.pages import write_report
 
 __all__ = ["write_report"]

@@ -1,6 +1,6 @@
 """`rulesage eval` and `rulesage bench`: measure the real mesh on gold questions (and BEIR SciFact).
 
-Retrieval is matched with the gold rule (rulesage.core.metrics: the quote, or a run of 8 of its words, inside
+Retrieval is matched with the gold rule (rulesage.eval.gold: the quote, or a run of 8 of its words, inside
 the passage, on its page span); every question is asked from its game through the same road players use;
 per-arm figures come from the same fan-out fusion uses (rulesage.arms), asking every registered arm.
 """
@@ -21,16 +21,9 @@ from typing import Any
 from rulesage import db, launcher, telemetry
 from rulesage.arms import ArmClient
 from rulesage.core import rrf
-from rulesage.core.metrics import (
-    auc,
-    calibrate_threshold,
-    first_rank,
-    found,
-    found_at,
-    pct,
-    supports_evidence,
-)
+from rulesage.core.metrics import auc, calibrate_threshold, pct
 from rulesage.core.models import degraded
+from rulesage.eval.gold import first_rank, found, found_at, load_gold, supports_evidence
 from rulesage.road import Road, SearchOutcome, passage_dict
 from rulesage.store import passages
 
@@ -45,10 +38,6 @@ class Trace:
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     threshold: dict[str, Any] = field(default_factory=dict)
-
-
-def load_gold(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 # -- the mesh for the duration of a run ------------------------------------------------------------
@@ -567,7 +556,7 @@ def bench_text(report: dict[str, Any]) -> str:
 
 # -- BEIR ------------------------------------------------------------------------------------------
 def run_beir(folder: Path, limit: int = 0) -> dict[str, Any]:
-    from rulesage import beir
+    from rulesage.eval import beir
 
     url = db.database_url()
     db.migrate(url)

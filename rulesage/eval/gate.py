@@ -1,13 +1,15 @@
-#!/usr/bin/env python3
 """The evaluation gate the test script runs: a part of the real shelf, the real mesh, the real gold questions.
 
-It ingests the games named in ``eval_gate.toml`` (beside this file) from ../shared/corpus/shelf.toml into a
+It ingests the games named in ``gate.toml`` (beside this file) from ../shared/corpus/shelf.toml into a
 fresh state folder of its own, brings the mesh up on free ports, runs ``rulesage eval`` on gold-dev and
 gold-real-dev restricted to those games, and prints each figure beside its floor. It fails (exit 1) when
 reranked recall@8 or answered-correctly falls below its floor, when any citation is invalid, or when any
 stage was degraded; it fails loudly (exit 2) when the shared evaluation folder is missing.
 
-usage: python scripts/eval_gate.py [--json]
+The floors in ``gate.toml`` are generated (``rulesage figures``) from the gate's condition in figures.json:
+its last measured figures less a margin of two questions.
+
+usage: rulesage gate [--json]
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = Path(__file__).with_suffix(".toml")
 
 
@@ -70,7 +72,7 @@ def check(name: str, report: dict[str, Any], floors: dict[str, float]) -> list[d
     return rows
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], *, record: bool = False) -> int:
     as_json = "--json" in argv
     config = tomllib.loads(CONFIG.read_text())
     shelf = shared() / "corpus" / "shelf.toml"
@@ -101,6 +103,7 @@ def main(argv: list[str]) -> int:
     t0 = time.monotonic()
     rows: list[dict[str, Any]] = []
     reports: dict[str, Any] = {}
+    full: dict[str, Any] = {}
     try:
         # the shipped category maps too: the gate measures the road as it ships
         maps = ("--categories", str(ROOT / "data" / "categories"))
@@ -118,6 +121,7 @@ def main(argv: list[str]) -> int:
                 print(f"eval gate: eval on {name} failed:\n{run.stderr[-3000:]}", file=sys.stderr)
                 return 1
             report = json.loads(run.stdout)
+            full[name] = report
             reports[name] = {
                 k: report.get(k) for k in ("n", "n_answerable", *config["floors"][name], "degraded")
             }
@@ -126,6 +130,16 @@ def main(argv: list[str]) -> int:
         cli(env, "down", timeout=120)
     seconds = round(time.monotonic() - t0, 1)
     passed = all(r["ok"] for r in rows)
+    if record:
+        from rulesage.eval import figures
+
+        gate_condition = figures.load()["gate"]["condition"]
+        title = f"the evaluation gate ({len(games)} games of the shelf)"
+        figures.record(gate_condition, "rulesage gate", full, title=title)
+        print(
+            f"recorded the gate's figures as {gate_condition!r}; `rulesage figures` moves the floors",
+            file=sys.stderr,
+        )
     if as_json:
         print(json.dumps({"passed": passed, "seconds": seconds, "games": games, "checks": rows}, indent=2))
     else:
@@ -137,7 +151,3 @@ def main(argv: list[str]) -> int:
             print(f"  {name}: {rep['n']} questions ({rep['n_answerable']} answerable)")
         print("eval gate " + ("passed" if passed else "FAILED"))
     return 0 if passed else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,7 +1,7 @@
 """The report's pages: DIR/index.html (headline figures, plots, the misses) and DIR/rulings/<id>.html (one
 question each: its ruling, kept passages, ranks, scores and the wrench's stage states).
 
-Built from the eval's summary and its per-question rows (``rulesage.evaluation.Trace``): plain dicts, so a
+Built from the eval's summary and its per-question rows (``rulesage.eval.runs.Trace``): plain dicts, so a
 report can be drawn from rows made anywhere. Every text is escaped by Jinja's autoescape; nothing is fetched
 when a page is read (the plots are SVG files beside it, the style is inline).
 """
@@ -17,8 +17,9 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from rulesage.core.metrics import expected_calibration_error, recall_curve, reliability, supports_evidence
-from rulesage.report import plots
+from rulesage.core.metrics import expected_calibration_error, recall_curve, reliability
+from rulesage.eval.gold import supports_evidence
+from rulesage.eval.report import plots
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 KEPT = 8
