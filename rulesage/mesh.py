@@ -3,13 +3,14 @@
 Everything that needs the list of services reads it from here: the runner (default ports and addresses),
 the launcher (what to start, in which order), the CLI (``rulesage serve NAME``), fusion (which arms vote,
 and which of them wait for the question's vectors), the evaluation (per-arm figures), the load bench, the
-tests, and the k8s manifests (k8s/base/mesh/ is rendered from this table by scripts/gen_k8s.py, and
-tests/unit/test_k8s.py fails when the committed files differ from what it renders).
+tests, and the k8s manifests (every per-service manifest under k8s/ is rendered from this table by
+scripts/gen_k8s.py, and tests/unit/test_k8s.py fails when the committed files differ from what it renders).
 
 To add a search arm: write ``services/<name>/`` (a server module whose service answers ``rulesage.v1.Arm``
 and a ``__main__`` that calls ``runner.main``), then add one ``Svc`` with ``role=Role.ARM`` below. Fusion
 fans out to it, the launcher starts it and the wrench's ceiling counts its vote. Then
-``python scripts/gen_k8s.py`` writes its Deployment and Service.
+``python scripts/gen_k8s.py`` writes its Deployment, Service, disruption budget, network-policy edges
+(fusion may call it) and, as its ``Pod`` says, its autoscaler and GPU patch.
 """
 
 from __future__ import annotations
@@ -60,11 +61,14 @@ class Pod:
     cpu_limit: str = "1"
     memory_limit: str = "512Mi"
     autoscaled: bool = False  # replicas owned by its HorizontalPodAutoscaler (k8s/base/hpa.yaml), never set
+    cpu_utilization: int = 60  # autoscaled: the HPA's target average CPU utilization, in percent
     seed_models: bool = False  # an init container copies the image's models into the empty state volume
     env: tuple[tuple[str, str], ...] = ()  # fixed (name, value) pairs
     # variables set to the container's CPU limit: thread counts sized to the pod, not to the node's cores
     cpu_limit_env: tuple[str, ...] = ()
     secret_env: tuple[tuple[str, str], ...] = ()  # (variable, Secret): the Secret's key of the same name
+    gpu: bool = False  # k8s/components/gpu (overlays/prod-gpu) runs it on an NVIDIA GPU node, CUDA image
+    gpu_env: tuple[tuple[str, str], ...] = ()  # fixed (name, value) pairs set only under components/gpu
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,8 @@ MESH: dict[str, Svc] = {
                 autoscaled=True,
                 seed_models=True,
                 cpu_limit_env=(_ORT_THREADS, "RULESAGE_RERANK_THREADS"),
+                gpu=True,
+                gpu_env=(("RULESAGE_RERANK_DEVICE", "cuda"),),
             ),
         ),
         Svc(
@@ -179,6 +185,7 @@ MESH: dict[str, Svc] = {
                 # (the launcher sets the same for its child process)
                 env=(("MALLOC_MMAP_THRESHOLD_", "262144"), ("MALLOC_TRIM_THRESHOLD_", "524288")),
                 cpu_limit_env=(_ORT_THREADS,),
+                gpu=True,
             ),
         ),
         Svc(
@@ -198,7 +205,12 @@ MESH: dict[str, Svc] = {
             Role.GATEWAY,
             "gateway.app:create_app",
             doc="the HTTP front door (FastAPI): the page, /ask, the wrench, the public wall, admin review.",
-            pod=Pod(cpu="200m", autoscaled=True, secret_env=(("RULESAGE_ADMIN_TOKEN", "rulesage-admin"),)),
+            pod=Pod(
+                cpu="200m",
+                autoscaled=True,
+                cpu_utilization=70,
+                secret_env=(("RULESAGE_ADMIN_TOKEN", "rulesage-admin"),),
+            ),
         ),
     )
 }

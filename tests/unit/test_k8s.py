@@ -1,8 +1,9 @@
 """The container image and the Kubernetes manifests, checked without a cluster or a Docker engine.
 
-The per-service manifests (k8s/base/mesh/) and the generated blocks of k8s/base/kustomization.yaml are
-rendered from the registry (rulesage/mesh.py) by scripts/gen_k8s.py: committed files that differ from what it
-renders fail here, and so does a registry that renders no manifest for a new arm.
+Every per-service manifest (k8s/base/mesh/, pdb.yaml, hpa.yaml, networkpolicy-mesh.yaml, components/gpu/ and
+the generated blocks of k8s/base/kustomization.yaml) is rendered from the registry (rulesage/mesh.py) by
+scripts/gen_k8s.py: committed files that differ from what it renders fail here, and so does a registry whose
+new arm lacks its manifest, its disruption budget or its network edges.
 
 Every overlay in k8s/overlays/ is rendered with the real kustomize (``kustomize build`` or the one built into
 ``kubectl kustomize``, v5+), every rendered object is validated against the Kubernetes OpenAPI schemas
@@ -55,7 +56,7 @@ GATEWAY_PORT = mesh.gateway().port
 DB_CLIENTS = {s.name for s in mesh.MESH.values() if s.database} | {"rulesage-migrate", "rulesage-ingest"}
 HPA_SERVICES = {s.name for s in mesh.MESH.values() if s.pod.autoscaled}
 MODEL_USERS = {s.name for s in mesh.MESH.values() if s.pod.seed_models} | {"rulesage-ingest"}
-GPU_SERVICES = {"rerank", "answer"}
+GPU_SERVICES = {s.name for s in mesh.MESH.values() if s.pod.gpu}
 
 Obj = dict[str, Any]
 Rendered = tuple[str, tuple[Obj, ...]]
@@ -126,14 +127,16 @@ def need_renderer() -> list[str]:
     return cmd
 
 
+def kustomize(path: Path) -> tuple[Obj, ...]:
+    cmd = need_renderer()
+    out = subprocess.run([*cmd, str(path)], capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, f"kustomize failed on {path}:\n{out.stderr}"
+    return tuple(doc for doc in yaml.safe_load_all(out.stdout) if doc)
+
+
 @cache
 def render(overlay: str) -> tuple[Obj, ...]:
-    cmd = need_renderer()
-    out = subprocess.run(
-        [*cmd, str(K8S / "overlays" / overlay)], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert out.returncode == 0, f"kustomize failed on {overlay}:\n{out.stderr}"
-    return tuple(doc for doc in yaml.safe_load_all(out.stdout) if doc)
+    return kustomize(K8S / "overlays" / overlay)
 
 
 def of_kind(objs: tuple[Obj, ...], kind: str) -> dict[str, Obj]:
@@ -180,23 +183,46 @@ def generator() -> ModuleType:
     return module
 
 
+def with_registry(registry: list[mesh.Svc], tmp_path: Path) -> Path:
+    """A copy of k8s/ with everything the generator renders for ``registry`` written into it."""
+    root = tmp_path / "k8s"
+    shutil.copytree(K8S, root)
+    for rel, text in generator().render(registry, root).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
 def test_committed_manifests_are_what_the_generator_renders() -> None:
     gen = generator()
     rendered = gen.render(mesh.MESH.values())
-    assert set(rendered) == {f"mesh/{name}.yaml" for name in mesh.MESH} | {"kustomization.yaml"}
+    assert set(rendered) == (
+        {f"base/mesh/{name}.yaml" for name in mesh.MESH}
+        | {f"base/{f}.yaml" for f in ("kustomization", "pdb", "hpa", "networkpolicy-mesh")}
+        | {f"components/gpu/{name}-gpu.yaml" for name in GPU_SERVICES}
+        | {"components/gpu/kustomization.yaml"}
+    )
     stale = gen.stale(rendered)
-    assert not stale, f"stale manifests under k8s/base (run `python scripts/gen_k8s.py`): {stale}"
+    assert not stale, f"stale manifests under k8s/ (run `python scripts/gen_k8s.py`): {stale}"
 
 
 def test_generator_check_mode_names_stale_files(tmp_path: Path) -> None:
     gen = generator()
-    base = tmp_path / "base"
-    shutil.copytree(K8S / "base", base)
-    rendered = gen.render(mesh.MESH.values(), base)
-    assert gen.stale(rendered, base) == []
-    (base / "mesh" / "fusion.yaml").write_text((base / "mesh" / "fusion.yaml").read_text() + "# hand edit\n")
-    (base / "mesh" / "orphan.yaml").write_text("{}\n")
-    assert gen.stale(rendered, base) == ["mesh/fusion.yaml", "mesh/orphan.yaml"]
+    root = tmp_path / "k8s"
+    shutil.copytree(K8S, root)
+    rendered = gen.render(mesh.MESH.values(), root)
+    assert gen.stale(rendered, root) == []
+    for rel in ("base/mesh/fusion.yaml", "base/pdb.yaml", "base/networkpolicy-mesh.yaml"):
+        (root / rel).write_text((root / rel).read_text() + "# hand edit\n")
+    (root / "base" / "mesh" / "orphan.yaml").write_text("{}\n")
+    (root / "components" / "gpu" / "doorman-gpu.yaml").write_text("{}\n")
+    assert gen.stale(rendered, root) == [
+        "base/mesh/fusion.yaml",
+        "base/mesh/orphan.yaml",
+        "base/networkpolicy-mesh.yaml",
+        "base/pdb.yaml",
+        "components/gpu/doorman-gpu.yaml",
+    ]
     out = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "gen_k8s.py"), "--check"],
         capture_output=True,
@@ -208,15 +234,17 @@ def test_generator_check_mode_names_stale_files(tmp_path: Path) -> None:
 
 def test_a_new_arm_in_the_registry_gets_its_manifests() -> None:
     """One Svc line is all a new arm needs: its Deployment, its Service, its place in the kustomization's
-    resources and its address in rulesage-config are rendered from it."""
+    resources, its address in rulesage-config, its PodDisruptionBudget and its network edges are rendered
+    from it."""
     import kubernetes_validate
 
     gen = generator()
     arm = mesh.Svc("firstpages", 50099, mesh.Role.ARM, "firstpages_arm.server:FirstPassagesArm")
     registry = [*mesh.MESH.values(), arm]
     rendered = gen.render(registry)
-    assert set(rendered) - set(gen.render(mesh.MESH.values())) == {"mesh/firstpages.yaml"}
-    objs = {o["kind"]: o for o in yaml.safe_load_all(rendered["mesh/firstpages.yaml"])}
+    today = gen.render(mesh.MESH.values())
+    assert set(rendered) - set(today) == {"base/mesh/firstpages.yaml"}
+    objs = {o["kind"]: o for o in yaml.safe_load_all(rendered["base/mesh/firstpages.yaml"])}
     assert set(objs) == {"Deployment", "Service"}
     for obj in objs.values():
         kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
@@ -231,16 +259,45 @@ def test_a_new_arm_in_the_registry_gets_its_manifests() -> None:
     assert any(e["name"] == "DATABASE_URL" for e in c["env"])
     assert deployment["spec"]["replicas"] >= 1
     assert service["spec"]["clusterIP"] == "None" and service["spec"]["ports"][0]["port"] == 50099
-    kustomization = yaml.safe_load(rendered["kustomization.yaml"])
+    kustomization = yaml.safe_load(rendered["base/kustomization.yaml"])
     assert "mesh/firstpages.yaml" in kustomization["resources"]
     (config,) = [g for g in kustomization["configMapGenerator"] if g["name"] == "rulesage-config"]
     assert "RULESAGE_FIRSTPAGES_ADDR=firstpages:50099" in config["literals"]
+
+    def docs(text: str) -> dict[str, Obj]:
+        return {o["metadata"]["name"]: o for o in yaml.safe_load_all(text) if o}
+
+    pdbs = docs(rendered["base/pdb.yaml"])
+    assert set(pdbs) == set(docs(today["base/pdb.yaml"])) | {"firstpages"}
+    kubernetes_validate.validate(pdbs["firstpages"], K8S_VERSION, strict=True)
+    assert pdbs["firstpages"]["spec"] == {
+        "maxUnavailable": 1,
+        "selector": {"matchLabels": {"app.kubernetes.io/name": "firstpages"}},
+    }
+    policies = docs(rendered["base/networkpolicy-mesh.yaml"])
+    assert set(policies) == set(docs(today["base/networkpolicy-mesh.yaml"])) | {"firstpages-ingress"}
+    for policy in policies.values():
+        kubernetes_validate.validate(policy, K8S_VERSION, strict=True)
+    to_arm = {"to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "firstpages"}}}]}
+    assert (
+        to_arm | {"ports": [{"protocol": "TCP", "port": 50099}]}
+        in policies["fusion-egress"]["spec"]["egress"]
+    )
+    assert policies["firstpages-ingress"]["spec"]["ingress"] == [
+        {
+            "from": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "fusion"}}}],
+            "ports": [{"protocol": "TCP", "port": 50099}],
+        }
+    ]
+    assert rendered["base/hpa.yaml"] == today["base/hpa.yaml"]  # not autoscaled: replicas, no HPA
 
     # the registry decides the rest: no database, and a pod sized like the model-bound stages
     quiet = dataclasses.replace(
         arm, database=False, pod=mesh.Pod(cpu="1", memory_limit="2Gi", autoscaled=True, seed_models=True)
     )
-    (deployment, _) = yaml.safe_load_all(gen.render([*mesh.MESH.values(), quiet])["mesh/firstpages.yaml"])
+    (deployment, _) = yaml.safe_load_all(
+        gen.render([*mesh.MESH.values(), quiet])["base/mesh/firstpages.yaml"]
+    )
     template = deployment["spec"]["template"]
     (c,) = template["spec"]["containers"]
     assert "rulesage.io/postgres-client" not in template["metadata"]["labels"]
@@ -248,6 +305,47 @@ def test_a_new_arm_in_the_registry_gets_its_manifests() -> None:
     assert "replicas" not in deployment["spec"]
     assert c["resources"]["requests"]["cpu"] == "1" and c["resources"]["limits"]["memory"] == "2Gi"
     assert [i["name"] for i in template["spec"]["initContainers"]] == ["seed-models"]
+
+
+def test_a_new_arm_is_reachable_exactly_where_the_registry_says(tmp_path: Path) -> None:
+    """The new arm's manifests rendered through the real overlays: fusion may call it and nothing else may,
+    it calls no other service (an arm that waits for vectors gets them in fusion's request; fusion alone
+    asks the embedder), it reaches Postgres only when ``database``, and the registry's ``autoscaled`` and
+    ``gpu`` give it an autoscaler and the GPU patch."""
+    arm = mesh.Svc(
+        "firstpages", 50099, mesh.Role.ARM, "firstpages_arm.server:FirstPassagesArm", needs_vectors=True
+    )
+    root = with_registry([*mesh.MESH.values(), arm], tmp_path / "plain")
+    objs = kustomize(root / "overlays" / "dev")
+    pdb = of_kind(objs, "PodDisruptionBudget")["firstpages"]
+    assert pdb["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "firstpages"}
+    policies = list(of_kind(objs, "NetworkPolicy").values())
+    pods = mesh_pods(objs)
+    grpc = {**PORTS, "firstpages": 50099}
+    allowed = mesh_edges([*(a.name for a in mesh.arms()), "firstpages"])
+    for src in pods:
+        for dst, port in grpc.items():
+            expect = (src, dst) in allowed
+            assert reachable(policies, pods[src], pods[dst], port) is expect, f"{src} -> {dst}:{port}"
+    assert reachable(policies, pods["firstpages"], pods["postgres"], 5432)
+    assert "firstpages" not in of_kind(objs, "HorizontalPodAutoscaler")
+
+    quiet = dataclasses.replace(
+        arm, needs_vectors=False, database=False, pod=mesh.Pod(autoscaled=True, seed_models=True, gpu=True)
+    )
+    root = with_registry([*mesh.MESH.values(), quiet], tmp_path / "quiet")
+    objs = kustomize(root / "overlays" / "dev")
+    policies, pods = list(of_kind(objs, "NetworkPolicy").values()), mesh_pods(objs)
+    assert reachable(policies, pods["fusion"], pods["firstpages"], 50099)
+    assert not reachable(policies, pods["firstpages"], pods["postgres"], 5432)
+    hpa = of_kind(objs, "HorizontalPodAutoscaler")["firstpages"]["spec"]
+    assert hpa["scaleTargetRef"]["name"] == "firstpages" and hpa["maxReplicas"] == 2  # dev's bounds apply
+    objs = kustomize(root / "overlays" / "prod-gpu")
+    spec = of_kind(objs, "Deployment")["firstpages"]["spec"]["template"]["spec"]
+    c = container(objs, "firstpages")
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == 1 and c["image"].endswith("-cuda")
+    assert spec["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+    assert [i["image"] for i in spec["initContainers"]] == [c["image"]]
 
 
 def test_overlays_name_only_rendered_services() -> None:
@@ -649,6 +747,13 @@ def mesh_pods(objs: tuple[Obj, ...]) -> dict[str, Pod]:
     }
 
 
+def mesh_edges(arms: list[str]) -> set[tuple[str, str]]:
+    """The gRPC calls the code makes: the gateway's road and screening call fusion, rerank, answer and the
+    doorman; fusion calls every arm (and the embedder, dense, one of them). Nothing else calls anything."""
+    edges = {("gateway", "fusion"), ("gateway", "rerank"), ("gateway", "answer"), ("gateway", "doorman")}
+    return edges | {("fusion", a) for a in [*arms, mesh.embedder().name]}
+
+
 def test_network_policy_model_is_not_vacuous() -> None:
     """With no policy everything is reachable; the default deny alone blocks everything."""
     a, b = Pod("x", {"app": "a"}), Pod("x", {"app": "b"})
@@ -672,8 +777,7 @@ def test_network_policies_deny_by_default_and_allow_only_the_mesh(rendered: Rend
     neighbour = Pod(ns, {"app.kubernetes.io/name": "debug-shell"})
     grpc = {n: PORTS[n] for n in service_names()}
 
-    allowed = {("gateway", "fusion"), ("gateway", "rerank"), ("gateway", "answer"), ("gateway", "doorman")}
-    allowed |= {("fusion", a.name) for a in mesh.arms()}
+    allowed = mesh_edges([a.name for a in mesh.arms()])
     for src in pods:
         for dst, port in grpc.items():
             expect = (src, dst) in allowed
