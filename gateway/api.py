@@ -187,7 +187,7 @@ async def _search_then_answer(c: Ctx, road: Any, game: str, question: str) -> As
             if done:
                 break
             yield b": still writing\n\n"
-        ruling: dict[str, Any] = answering.result()
+        ruling = answering.result().to_json()
     except Exception as exc:
         mapped = as_ask_error(exc)
         if mapped is None:

@@ -54,7 +54,8 @@ def create_app(
     the doorman to mesh.address("doorman") (RULESAGE_DOORMAN_ADDR)."""
     settings = settings or load_settings()
     url = database_url or db.database_url()
-    pool = db.async_pool(url, min_size=1, max_size=8)
+    # the pages' queries and the road's (catalog, priors, the stored ruling) share it: 8 + the road's 4
+    pool = db.async_pool(url, min_size=1, max_size=12)
     screening = Screening(
         pool,
         doorman_address or mesh.address("doorman"),
@@ -63,7 +64,7 @@ def create_app(
         sweep_grace_s=settings.rulesage_sweep_grace_s,
     )
 
-    road = RoadHandle(url)
+    road = RoadHandle(pool)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -1,24 +1,26 @@
-"""The gateway's side of the ask road (rulesage.road): its own Road on the gateway's pool, and what the
-waiting page shows of a search before the answer is written."""
+"""The gateway's side of the ask road (rulesage.road): a Road on the gateway's own pool and catalog, and
+what the waiting page shows of a search before the answer is written."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from rulesage.catalog import Catalog
 from rulesage.road import Road, SearchOutcome
 
 
 class RoadHandle:
-    """The gateway's own Road on the gateway's database, made on first use inside the serving event loop
-    (its pool and channels belong to that loop) and closed with the app."""
+    """The gateway's Road, on the gateway's pool and catalog, made on first use inside the serving event
+    loop (its channels belong to that loop) and closed with the app (the pool is the app's to close)."""
 
-    def __init__(self, database_url: str) -> None:
-        self.database_url = database_url
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+        self.catalog = Catalog(pool)
         self._road: Road | None = None
 
     def get(self) -> Road:
         if self._road is None:
-            self._road = Road(self.database_url)
+            self._road = Road(pool=self.pool, catalog=self.catalog)
         return self._road
 
     async def close(self) -> None:
@@ -46,5 +48,4 @@ def found_passages(outcome: SearchOutcome, limit: int = 8, excerpt_chars: int = 
 
 
 def search_span_ms(outcome: SearchOutcome) -> float | None:
-    value = outcome.wrench.get("search_span_ms")
-    return float(value) if isinstance(value, int | float) else None
+    return outcome.wrench.search_span_ms

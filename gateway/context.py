@@ -23,7 +23,7 @@ from gateway.security import ADMIN_COOKIE, Guard, SharedRateLimiter
 from gateway.settings import GatewaySettings
 from rulesage import rulings
 from rulesage.admission import Gate, Saturated
-from rulesage.core.questions import BadQuestion
+from rulesage.core.questions import BadQuestion, clean_question
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).resolve().parent
@@ -112,14 +112,10 @@ async def check_ask(c: Ctx, client: str, game: str, question: str) -> tuple[dict
             f"Please try again in {verdict.retry_after_s} seconds.",
             verdict.retry_after_s,
         )
-    question = (question or "").strip()
-    limit = c.settings.rulesage_max_question_chars
-    if not question:
-        raise AskError(400, "Please type a question.")
-    if len(question) > limit:
-        raise AskError(
-            400, f"Your question is {len(question)} characters long; the limit is {limit}. Please shorten it."
-        )
+    try:
+        question = clean_question(question, c.settings.rulesage_max_question_chars)
+    except BadQuestion as exc:
+        raise AskError(400, str(exc)) from None
     async with c.pool.connection() as conn:
         found = await shelf.game(conn, game)
     if found is None:
@@ -150,7 +146,7 @@ async def ask(c: Ctx, game: str, question: str) -> dict[str, Any]:
     """The whole road (search + answer + store), then the doorman in the background."""
     try:
         async with admitted(c):
-            ruling: dict[str, Any] = await c.road.get().ask(game, question)
+            ruling = (await c.road.get().ask(game, question)).to_json()
     except AskError:
         raise
     except Exception as exc:

@@ -103,7 +103,7 @@ def cmd_ask(ns: argparse.Namespace) -> int:
     async def run() -> dict[str, Any]:
         road = Road()
         try:
-            return await road.ask(ns.game, ns.question)
+            return (await road.ask(ns.game, ns.question)).to_json()
         finally:
             await road.close()
 

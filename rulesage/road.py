@@ -22,8 +22,24 @@ from rulesage.catalog import Catalog
 from rulesage.config import CommonSettings, load
 from rulesage.core import rrf
 from rulesage.core.deal import KEEP, deal
-from rulesage.core.models import Ruling, StageState
+from rulesage.core.models import (
+    AnswerInfo,
+    ArmStatus,
+    CategoryCall,
+    Citation,
+    NamedCard,
+    PriorRuling,
+    PriorsInfo,
+    RerankInfo,
+    Ruling,
+    StageInfo,
+    StageState,
+    Timing,
+    Verdict,
+    Wrench,
+)
 from rulesage.core.questions import BadQuestion, clean_question
+from rulesage.passages import to_candidate, to_view
 from rulesage.v1 import (
     answer_pb2,
     answer_pb2_grpc,
@@ -37,19 +53,20 @@ from rulesage.v1 import (
 __all__ = ["BadQuestion", "Road", "SearchOutcome"]
 
 VERDICTS = {
-    answer_pb2.ANSWERED: "answered",
-    answer_pb2.NOT_IN_BOOK: "not_in_book",
-    answer_pb2.UNAVAILABLE: "unavailable",
+    answer_pb2.ANSWERED: Verdict.ANSWERED,
+    answer_pb2.NOT_IN_BOOK: Verdict.NOT_IN_BOOK,
+    answer_pb2.UNAVAILABLE: Verdict.UNAVAILABLE,
 }
 
 
-# An ask that is not stored (an evaluation run) is answered from the book alone.
-_NOT_LOOKED_UP: dict[str, Any] = {
-    "state": StageState.SKIPPED.value,
-    "detail": "not looked up: this ask is not stored (an evaluation run)",
-    "shown": [],
-    "max_distance": rulings.PRIOR_MAX_DISTANCE,
-}
+def _not_looked_up() -> PriorsInfo:
+    """An ask that is not stored (an evaluation run) is answered from the book alone."""
+    return PriorsInfo(
+        state=StageState.SKIPPED,
+        detail="not looked up: this ask is not stored (an evaluation run)",
+        shown=[],
+        max_distance=rulings.PRIOR_MAX_DISTANCE,
+    )
 
 
 class RoadSettings(CommonSettings):
@@ -65,57 +82,49 @@ class RoadSettings(CommonSettings):
     rulesage_rerank_candidates: int = Field(48, ge=1, le=200)
 
 
-def passage_dict(p: common_pb2.Passage) -> dict[str, Any]:
-    return {
-        "id": p.id,
-        "text": p.text,
-        "doc_key": p.doc_key,
-        "doc_title": p.doc_title,
-        "doc_kind": p.doc_kind,
-        "doc_version": p.doc_version,
-        "game": p.game,
-        "page_start": p.page_start or None,
-        "page_end": p.page_end or None,
-        "heading_path": list(p.heading_path),
-        "rule_id": p.rule_id,
-        "section_id": p.section_id,
-        "fused_score": round(p.fused_score, 6),
-        "ranks": {r.arm: r.rank for r in p.ranks},
-        "rerank_score": round(p.rerank_score, 4) if p.has_rerank_score else None,
-    }
+def _rpc_failure(exc: BaseException) -> tuple[StageState, str]:
+    return describe(exc)
 
 
-def _rpc_failure(exc: BaseException) -> tuple[str, str]:
-    state, detail = describe(exc)
-    return state.value, detail
-
-
-def _category(status: fusion_pb2.ArmStatus) -> dict[str, Any] | None:
+def _category(status: fusion_pb2.ArmStatus) -> CategoryCall | None:
     """A classifying arm's call as the wrench keeps it (None for arms that do not classify)."""
     if not status.HasField("category"):
         return None
     c = status.category
-    return {
-        "name": c.name or None,
-        "best": c.best,
-        "confidence": round(c.confidence, 4),
-        "threshold": round(c.threshold, 4),
-        "sections": list(c.sections),
-        "runner_up": c.runner_up,
-        "runner_up_confidence": round(c.runner_up_confidence, 4),
-    }
-
-
-def card_dict(c: common_pb2.NamedCard) -> dict[str, Any]:
-    """A named card as the wrench keeps it: every field of the contract, empty ones included."""
-    return json_format.MessageToDict(
-        c, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    return CategoryCall(
+        name=c.name or None,
+        best=c.best,
+        confidence=round(c.confidence, 4),
+        threshold=round(c.threshold, 4),
+        sections=list(c.sections),
+        runner_up=c.runner_up,
+        runner_up_confidence=round(c.runner_up_confidence, 4),
     )
 
 
-def _arm_state(value: int) -> str:
-    """The contract's StageState enum as the core's state word (STAGE_STATE_OK -> "ok")."""
-    return StageState.from_proto_name(common_pb2.StageState.Name(value)).value
+def _arm(a: fusion_pb2.ArmStatus) -> ArmStatus:
+    call = _category(a)
+    arm = ArmStatus(arm=a.arm, state=_arm_state(a.state), detail=a.detail, hits=a.hits, ms=round(a.ms, 2))
+    if call is not None:  # only classifying arms carry the key
+        arm.category = call
+    return arm
+
+
+def card_of(c: common_pb2.NamedCard) -> NamedCard:
+    """A named card as the wrench keeps it: every field of the contract, empty ones included."""
+    fields = json_format.MessageToDict(
+        c, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
+    return NamedCard.validate_write(fields)
+
+
+def _arm_state(value: int) -> StageState:
+    """The contract's StageState enum as the core's state (STAGE_STATE_OK -> OK)."""
+    return StageState.from_proto_name(common_pb2.StageState.Name(value))
+
+
+def _timings(items: Any) -> list[Timing]:
+    return [Timing(stage=t.stage, ms=round(t.ms, 2)) for t in items]
 
 
 @dataclass
@@ -125,26 +134,32 @@ class SearchOutcome:
     question: str
     passages: list[common_pb2.Passage] = field(default_factory=list)  # kept, dealt order
     candidates: list[common_pb2.Passage] = field(default_factory=list)  # fused order, with rerank scores
-    wrench: dict[str, Any] = field(default_factory=dict)
+    wrench: Wrench = field(default_factory=Wrench)
     models: dict[str, str] = field(default_factory=dict)
     trace_id: str = ""
     started: float = 0.0
     search_ms: float = 0.0
-    timings: list[dict[str, Any]] = field(default_factory=list)
+    timings: list[Timing] = field(default_factory=list)
     deadline: float = 0.0  # time.monotonic() by which the search span must end
     question_vector: list[float] = field(default_factory=list)  # from fusion's embedder; [] when it failed
     cards: list[common_pb2.NamedCard] = field(default_factory=list)  # the cards the question names
 
-    def passages_json(self) -> list[dict[str, Any]]:
-        return [passage_dict(p) for p in self.passages]
+    def search_span_ms(self) -> float | None:
+        return self.wrench.search_span_ms
 
 
 class Road:
-    def __init__(self, url: str | None = None) -> None:
+    """The road of one question. The gateway hands it its own pool and catalog (``pool``, ``catalog``);
+    the CLI and the evaluation let it open its own on ``url``."""
+
+    def __init__(self, url: str | None = None, *, pool: Any = None, catalog: Catalog | None = None) -> None:
         self.settings = load(RoadSettings)
-        self.url = url or self.settings.database_url or db.database_url(start_embedded=False)
-        self.pool = db.async_pool(self.url, min_size=1, max_size=4)
-        self.catalog = Catalog(self.pool)
+        self._owns_pool = pool is None
+        if pool is None:
+            url = url or self.settings.database_url or db.database_url(start_embedded=False)
+            pool = db.async_pool(url, min_size=1, max_size=4)
+        self.pool = pool
+        self.catalog = catalog or Catalog(self.pool)
         self.channels: dict[str, grpc.aio.Channel] = {}
         self._opened = False
         self._opening = asyncio.Lock()  # the first asks arrive together: open the pool once
@@ -155,14 +170,16 @@ class Road:
         async with self._opening:
             if self._opened:
                 return
-            await self.pool.open(wait=True, timeout=30)
+            if self._owns_pool:
+                await self.pool.open(wait=True, timeout=30)
             self.channels = {n: runner.channel(n) for n in ("fusion", "rerank", "answer")}
             self._opened = True
 
     async def close(self) -> None:
         for ch in self.channels.values():
             await ch.close()
-        await self.pool.close()
+        if self._owns_pool:
+            await self.pool.close()
         self._opened = False
 
     # -- the search span ------------------------------------------------------------------------------------
@@ -182,8 +199,8 @@ class Road:
                 await self._rerank(out, fused)
             span.set_attribute("passages.kept", len(out.passages))
         out.search_ms = (time.perf_counter() - t0) * 1000.0
-        out.wrench["search_span_ms"] = round(out.search_ms, 2)
-        out.wrench["trace_id"] = out.trace_id
+        out.wrench.search_span_ms = round(out.search_ms, 2)
+        out.wrench.trace_id = out.trace_id
         return out
 
     @staticmethod
@@ -193,6 +210,7 @@ class Road:
     async def _fuse(self, out: SearchOutcome) -> fusion_pb2.FuseResult | None:
         stub = fusion_pb2_grpc.FusionStub(self.channels["fusion"])
         t0 = time.perf_counter()
+        w = out.wrench
         try:
             res: fusion_pb2.FuseResult = await stub.Fuse(
                 fusion_pb2.FuseRequest(question=out.question, game=out.game),
@@ -202,49 +220,34 @@ class Road:
             if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
                 raise BadQuestion(exc.details() or "bad question") from None
             state, detail = _rpc_failure(exc)
-            out.wrench.update(
-                fusion={"state": state, "detail": detail},
-                arms=[],
-                voted=[],
-                k=rrf.K,
-                ceiling=0.0,
-                ceiling_formula="no list voted",
-                candidates=[],
-                guarantees_fired=[],
-                rerank={"state": "skipped", "detail": "nothing to rerank: fusion is missing", "model": ""},
+            w.fusion = StageInfo(state=state, detail=detail)
+            w.arms, w.voted, w.k, w.ceiling = [], [], rrf.K, 0.0
+            w.ceiling_formula = "no list voted"
+            w.candidates, w.guarantees_fired = [], []
+            w.rerank = RerankInfo(
+                state=StageState.SKIPPED, detail="nothing to rerank: fusion is missing", model=""
             )
             return None
-        out.timings.append({"stage": "road.fuse_call", "ms": round((time.perf_counter() - t0) * 1000, 2)})
+        out.timings.append(Timing(stage="road.fuse_call", ms=round((time.perf_counter() - t0) * 1000, 2)))
         out.candidates = list(res.passages)
         out.question_vector = list(res.question_vector)
         out.cards = list(res.cards)
         out.models["embed"] = res.embed_model
-        out.timings.extend({"stage": t.stage, "ms": round(t.ms, 2)} for t in res.timings)
-        out.wrench.update(
-            fusion={"state": StageState.OK.value, "detail": ""},
-            arms=[
-                {
-                    "arm": a.arm,
-                    "state": _arm_state(a.state),
-                    "detail": a.detail,
-                    "hits": a.hits,
-                    "ms": round(a.ms, 2),
-                    **({"category": call} if (call := _category(a)) is not None else {}),
-                }
-                for a in res.arms
-            ],
-            voted=list(res.voted),
-            k=res.k,
-            ceiling=res.ceiling,
-            ceiling_formula=rrf.ceiling_formula(len(res.voted), res.k),
-            aliases=list(res.aliases),
-            cards=[card_dict(c) for c in res.cards],
-        )
+        out.timings.extend(_timings(res.timings))
+        w.fusion = StageInfo(state=StageState.OK, detail="")
+        w.arms = [_arm(a) for a in res.arms]
+        w.voted = list(res.voted)
+        w.k = res.k
+        w.ceiling = res.ceiling
+        w.ceiling_formula = rrf.ceiling_formula(len(res.voted), res.k)
+        w.aliases = list(res.aliases)
+        w.cards = [card_of(c) for c in res.cards]
         return res
 
     async def _rerank(self, out: SearchOutcome, fused: fusion_pb2.FuseResult) -> None:
         stub = rerank_pb2_grpc.RerankerStub(self.channels["rerank"])
         t0 = time.perf_counter()
+        w = out.wrench
         try:
             res: rerank_pb2.RerankResult = await stub.Rerank(
                 rerank_pb2.RerankRequest(
@@ -261,73 +264,71 @@ class Road:
                 p.rerank_score = s
                 p.has_rerank_score = True
             out.models["rerank"] = res.model
-            out.timings.extend({"stage": t.stage, "ms": round(t.ms, 2)} for t in res.timings)
-            out.wrench["guarantees_fired"] = list(res.guarantees_fired)
-            out.wrench["rerank"] = {"state": StageState.OK.value, "detail": "", "model": res.model}
+            out.timings.extend(_timings(res.timings))
+            w.guarantees_fired = list(res.guarantees_fired)
+            w.rerank = RerankInfo(state=StageState.OK, detail="", model=res.model)
         except Exception as exc:  # the ask continues with the fused order
             state, detail = _rpc_failure(exc)
             out.passages = deal(list(fused.passages[:KEEP]))
-            out.wrench["guarantees_fired"] = []
-            out.wrench["rerank"] = {
-                "state": state,
-                "detail": f"{detail}; kept the fused order's top {KEEP}",
-                "model": "",
-            }
-        out.timings.append({"stage": "road.rerank_call", "ms": round((time.perf_counter() - t0) * 1000, 2)})
-        out.wrench["candidates"] = [
-            {
-                "id": p.id,
-                "fused_score": round(p.fused_score, 6),
-                "ranks": {r.arm: r.rank for r in p.ranks},
-                "rerank_score": round(p.rerank_score, 4) if p.has_rerank_score else None,
-            }
-            for p in out.candidates
-        ]
+            w.guarantees_fired = []
+            w.rerank = RerankInfo(
+                state=state, detail=f"{detail}; kept the fused order's top {KEEP}", model=""
+            )
+        out.timings.append(Timing(stage="road.rerank_call", ms=round((time.perf_counter() - t0) * 1000, 2)))
+        w.candidates = [to_candidate(p) for p in out.candidates]
 
     # -- the answering model and the stored ruling ----------------------------------------------------------
-    async def answer(self, out: SearchOutcome, *, store: bool = True) -> dict[str, Any]:
-        """Answer from the kept passages and store the ruling (``store=False``: evaluation runs, not kept)."""
+    async def answer(self, out: SearchOutcome, *, store: bool = True) -> Ruling:
+        """Answer from the kept passages and store the ruling (``store=False``: evaluation runs, not kept).
+        The ruling is validated as written (every key known, at every depth) before it is stored."""
         await self.open()
         tracer = telemetry.tracer()
-        found, priors_info = await self._priors(out) if store else ([], dict(_NOT_LOOKED_UP))
+        found, priors_info = await self._priors(out) if store else ([], _not_looked_up())
         t0 = time.perf_counter()
         with tracer.start_as_current_span("answer", attributes={"game": out.game}):
             verdict, text, citations, info = await self._answer(out, found)
         answer_ms = (time.perf_counter() - t0) * 1000.0
-        wrench = dict(out.wrench)
-        wrench["answer"] = info
-        wrench["priors"] = priors_info
-        wrench["answer_ms"] = round(answer_ms, 2)
-        wrench["total_ms"] = round((time.perf_counter() - out.started) * 1000.0, 2)
-        wrench["timings"] = out.timings
-        ruling: dict[str, Any] = {
-            "game": out.game,
-            "game_name": out.game_name,
-            "question": out.question,
-            "answer": text,
-            "verdict": verdict,
-            "citations": citations,
-            "passages": out.passages_json(),
-            "cards": wrench.get("cards", []),
-            "wrench": wrench,
-            "models": out.models,
-            "trace_id": out.trace_id,
-        }
-        Ruling.model_validate(ruling)  # the one schema (rulesage.core.models): a renamed key fails here
+        wrench = out.wrench.model_copy()
+        wrench.answer = info
+        wrench.priors = priors_info
+        wrench.answer_ms = round(answer_ms, 2)
+        wrench.total_ms = round((time.perf_counter() - out.started) * 1000.0, 2)
+        wrench.timings = list(out.timings)
+        draft = Ruling(
+            game=out.game,
+            game_name=out.game_name,
+            question=out.question,
+            answer=text,
+            verdict=verdict,
+            citations=citations,
+            passages=[to_view(p) for p in out.passages],
+            cards=list(wrench.cards) if "cards" in wrench.model_fields_set else [],
+            wrench=wrench,
+            models=dict(out.models),
+            trace_id=out.trace_id,
+        )
+        ruling = Ruling.validate_write(draft)  # the one schema: a renamed or unknown key fails here
+        asked = [PriorRuling.model_validate(p) for p in found]
         if not store:
-            return ruling | {"asked_before": found}
+            ruling.asked_before = asked
+            return ruling
         async with self.pool.connection() as conn:
-            ruling["id"] = await rulings.save(conn, ruling, question_vec=out.question_vector)
-            stored = await rulings.get(conn, ruling["id"])
-        return (stored or ruling) | {"asked_before": found}
+            rid = await rulings.save(conn, ruling.to_json(), question_vec=out.question_vector)
+            stored = await rulings.get(conn, rid)
+        if stored is not None:
+            ruling = Ruling.model_validate(stored)
+        else:
+            ruling.id = rid
+        ruling.asked_before = asked
+        return ruling
 
-    async def _priors(self, out: SearchOutcome) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    async def _priors(self, out: SearchOutcome) -> tuple[list[dict[str, Any]], PriorsInfo]:
         """Earlier rulings about the same thing (rulesage.rulings.priors), with the wrench's report. A missing
         question vector or a failed or slow lookup gives none and says why; it never fails the ask."""
-        info: dict[str, Any] = {"shown": [], "max_distance": rulings.PRIOR_MAX_DISTANCE}
+        limit = rulings.PRIOR_MAX_DISTANCE
         if not out.question_vector:
             detail = "no question vector (the embedder did not answer): no earlier rulings looked up"
-            return [], info | {"state": StageState.SKIPPED.value, "detail": detail}
+            return [], PriorsInfo(state=StageState.SKIPPED, detail=detail, shown=[], max_distance=limit)
         t0 = time.perf_counter()
         try:
             async with asyncio.timeout(self.settings.rulesage_priors_deadline_s):
@@ -341,26 +342,29 @@ class Road:
                 why = f"no answer within {self.settings.rulesage_priors_deadline_s:g} s"
             else:
                 state, why = StageState.FAILED, f"{type(exc).__name__}: {exc}"[:300]
-            return [], info | {"state": state.value, "detail": f"{why}; answered without earlier rulings"}
+            detail = f"{why}; answered without earlier rulings"
+            return [], PriorsInfo(state=state, detail=detail, shown=[], max_distance=limit)
         finally:
-            out.timings.append({"stage": "road.priors", "ms": round((time.perf_counter() - t0) * 1000, 2)})
+            out.timings.append(Timing(stage="road.priors", ms=round((time.perf_counter() - t0) * 1000, 2)))
         detail = f"{len(found)} earlier ruling{'' if len(found) == 1 else 's'} within distance"
-        detail += f" {rulings.PRIOR_MAX_DISTANCE:g}"
-        return found, info | {
-            "state": StageState.OK.value,
-            "detail": detail,
-            "shown": [p["id"] for p in found],
-        }
+        detail += f" {limit:g}"
+        info = PriorsInfo(
+            state=StageState.OK, detail=detail, shown=[p["id"] for p in found], max_distance=limit
+        )
+        return found, info
 
     async def _answer(
         self, out: SearchOutcome, priors: list[dict[str, Any]] | None = None
-    ) -> tuple[str, str, list[dict[str, Any]], dict[str, Any]]:
+    ) -> tuple[Verdict, str, list[Citation], AnswerInfo]:
         if not out.passages:
-            why = out.wrench.get("fusion", {}).get("detail") or "no passage was found"
-            info: dict[str, Any] = {"state": "skipped", "detail": why, "attempts": 0, "rejections": []}
-            if out.wrench.get("fusion", {}).get("state") not in (None, StageState.OK.value):
-                return "unavailable", "The search is unavailable right now; nothing was looked up.", [], info
-            return "not_in_book", "Not in the book: nothing on this game's shelf speaks to that.", [], info
+            fusion = out.wrench.fusion
+            why = (fusion.detail if fusion else "") or "no passage was found"
+            info = AnswerInfo(state=StageState.SKIPPED, detail=why, attempts=0, rejections=[])
+            if fusion is not None and fusion.state != StageState.OK:
+                text = "The search is unavailable right now; nothing was looked up."
+                return Verdict.UNAVAILABLE, text, [], info
+            text = "Not in the book: nothing on this game's shelf speaks to that."
+            return Verdict.NOT_IN_BOOK, text, [], info
         stub = answer_pb2_grpc.AnswererStub(self.channels["answer"])
         try:
             res: answer_pb2.AnswerResult = await stub.Answer(
@@ -383,40 +387,38 @@ class Road:
             )
         except Exception as exc:
             state, detail = _rpc_failure(exc)
-            info = {"state": state, "detail": detail, "attempts": 0, "rejections": []}
+            info = AnswerInfo(state=state, detail=detail, attempts=0, rejections=[])
             text = "The answer is unavailable right now. The passages found are below; nothing was invented."
-            return "unavailable", text, [], info
+            return Verdict.UNAVAILABLE, text, [], info
         out.models["answer"] = res.model
-        out.timings.extend({"stage": t.stage, "ms": round(t.ms, 2)} for t in res.timings)
+        out.timings.extend(_timings(res.timings))
         citations = [
-            {
-                "passage_id": c.passage_id,
-                "quote": c.quote,
-                "start": c.start,
-                "end": c.end,
-                "page": c.page or None,
-                "doc_key": c.doc_key,
-                "doc_title": c.doc_title,
-                "doc_version": c.doc_version,
-                "rule_id": c.rule_id,
-            }
+            Citation(
+                passage_id=c.passage_id,
+                quote=c.quote,
+                start=c.start,
+                end=c.end,
+                page=c.page or None,
+                doc_key=c.doc_key,
+                doc_title=c.doc_title,
+                doc_version=c.doc_version,
+                rule_id=c.rule_id,
+            )
             for c in res.citations
         ]
-        info = {
-            "state": StageState.OK.value,
-            "detail": "",
-            "attempts": res.attempts,
-            "rejections": list(res.rejections),
-            "confidence": round(res.confidence, 4),
-            **(
-                {"threshold": round(res.threshold, 4), "threshold_source": res.threshold_source}
-                if res.threshold_source
-                else {}
-            ),
-        }
-        return VERDICTS.get(res.verdict, "unavailable"), res.answer, citations, info
+        info = AnswerInfo(
+            state=StageState.OK,
+            detail="",
+            attempts=res.attempts,
+            rejections=list(res.rejections),
+            confidence=round(res.confidence, 4),
+        )
+        if res.threshold_source:
+            info.threshold = round(res.threshold, 4)
+            info.threshold_source = res.threshold_source
+        return VERDICTS.get(res.verdict, Verdict.UNAVAILABLE), res.answer, citations, info
 
-    async def ask(self, game: str, question: str) -> dict[str, Any]:
+    async def ask(self, game: str, question: str) -> Ruling:
         with telemetry.tracer().start_as_current_span("ask", attributes={"game": game}):
             out = await self.search(game, question)
             return await self.answer(out)

@@ -36,11 +36,9 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script: sys.path[0] is scripts/, not the checkout
-    sys.path.insert(0, str(ROOT))
+from rulesage.mesh import MESH, Role, Svc  # the checkout is installed in the venv (editable)
 
-from rulesage.mesh import MESH, Role, Svc  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 K8S = ROOT / "k8s"
 MESH_DIR = "base/mesh"  # under k8s/: every file in it is generated

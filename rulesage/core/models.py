@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+
+# The validation context under which a model is being written (the road's ruling before it is stored).
+WRITING = "writing"
 
 
 class StageState(StrEnum):
@@ -42,8 +45,32 @@ class Verdict(StrEnum):
 
 
 class _Model(BaseModel):
-    # stored rulings written by older releases may carry keys this release does not know
+    """Read leniently, written strictly: a stored ruling of an older release may carry keys this release
+    does not know (kept as they are), but what this release writes (``validate_write``) refuses every
+    unknown key, at every depth, so a renamed key fails where it is written instead of vanishing from the
+    page."""
+
     model_config = ConfigDict(extra="allow")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys_when_writing(cls, data: Any, info: ValidationInfo) -> Any:
+        if isinstance(data, Mapping) and info.context and info.context.get(WRITING):
+            known = set(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}
+            unknown = sorted(str(k) for k in data if k not in known)
+            if unknown:
+                raise ValueError(f"{cls.__name__} has no field {', '.join(unknown)}")
+        return data
+
+    @classmethod
+    def validate_write(cls, data: Mapping[str, Any] | BaseModel) -> Self:
+        """``data`` validated as this release writes it: unknown keys refused at every depth."""
+        raw = data.model_dump(exclude_unset=True) if isinstance(data, BaseModel) else data
+        return cls.model_validate(raw, context={WRITING: True})
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form, with the keys that were given (stored and served as before)."""
+        return self.model_dump(mode="json", exclude_unset=True)
 
 
 class CategoryCall(_Model):
@@ -176,29 +203,6 @@ class Citation(_Model):
     rule_id: str = ""
 
 
-class Ruling(_Model):
-    """A ruling as stored and served: the answer, its citations, the kept passages (dealt order) and the
-    wrench."""
-
-    id: str | None = None
-    game: str
-    game_name: str = ""
-    question: str
-    answer: str
-    verdict: Verdict
-    citations: list[Citation] = Field(default_factory=list)
-    passages: list[PassageView] = Field(default_factory=list)
-    cards: list[NamedCard] = Field(default_factory=list)  # the cards the question names (as in the wrench)
-    wrench: Wrench
-    models: dict[str, str] = Field(default_factory=dict)
-    trace_id: str = ""
-    public_state: str | None = None
-    public_reason: str | None = None
-    created_at: Any = None
-    retired_at: str | None = None  # set when an admin retired it: readable here, never offered as a prior
-    retired_reason: str = ""
-
-
 class Rating(_Model):
     mean: float  # the crowd's, Bayesian-smoothed: (2.0 * 3 + sum) / (3 + count)
     count: int  # crowd ratings (a judge's rating is not a crowd vote)
@@ -222,6 +226,31 @@ class PriorRuling(_Model):
     created_at: str
 
 
+class Ruling(_Model):
+    """A ruling as stored and served: the answer, its citations, the kept passages (dealt order) and the
+    wrench."""
+
+    id: str | None = None
+    game: str
+    game_name: str = ""
+    question: str
+    answer: str
+    verdict: Verdict
+    citations: list[Citation] = Field(default_factory=list)
+    passages: list[PassageView] = Field(default_factory=list)
+    cards: list[NamedCard] = Field(default_factory=list)  # the cards the question names (as in the wrench)
+    wrench: Wrench
+    models: dict[str, str] = Field(default_factory=dict)
+    trace_id: str = ""
+    public_state: str | None = None
+    public_reason: str | None = None
+    created_at: Any = None
+    retired_at: str | None = None  # set when an admin retired it: readable here, never offered as a prior
+    retired_reason: str = ""
+    # earlier rulings about the same thing, as of the ask (never stored with it: looked up when read)
+    asked_before: list[PriorRuling] = Field(default_factory=list)
+
+
 class WrenchDerived(_Model):
     """What the page derives from the stored wrench at read time (never stored: an old ruling is judged by
     the arithmetic of its own ask)."""
@@ -240,7 +269,6 @@ class RulingPublic(Ruling):
     id: str
     rating: Rating
     wrench_derived: WrenchDerived
-    asked_before: list[PriorRuling] = Field(default_factory=list)
 
 
 class GameSummary(_Model):

@@ -1,4 +1,6 @@
-"""Checks every entry point applies to a player's question before any work is done."""
+"""The one check every entry point applies to a player's question before any work is done (the gateway's
+ask, the road, and each service that reads a question: the arms, fusion, the reader, the answer). Its
+messages are fit to show the player."""
 
 from __future__ import annotations
 
@@ -22,9 +24,11 @@ def clean_question(raw: str, max_chars: int = MAX_QUESTION_CHARS) -> str:
     """Strip control characters and outer white space; refuse an empty or over-long question."""
     text = unicodedata.normalize("NFC", _CONTROL.sub(" ", raw or "")).strip()
     if not any(unicodedata.category(ch)[0] not in "CZ" for ch in text):  # only invisible characters
-        raise BadQuestion("the question is empty: ask something about the game's rules")
+        raise BadQuestion("The question is empty: please type a question about the game's rules.")
     if len(text) > max_chars:
-        raise BadQuestion(f"the question is {len(text):,} characters long; the limit is {max_chars:,}")
+        raise BadQuestion(
+            f"Your question is {len(text):,} characters long; the limit is {max_chars:,}. Please shorten it."
+        )
     return text
 
 

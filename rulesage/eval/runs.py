@@ -24,7 +24,8 @@ from rulesage.core import rrf
 from rulesage.core.metrics import auc, calibrate_threshold, pct
 from rulesage.core.models import degraded
 from rulesage.eval.gold import first_rank, found, found_at, load_gold, supports_evidence
-from rulesage.road import Road, SearchOutcome, passage_dict
+from rulesage.passages import to_json
+from rulesage.road import Road, SearchOutcome
 from rulesage.store import passages
 
 KS = (8, 80)
@@ -150,8 +151,9 @@ async def _gold(
     try:
         for q in gold:
             out: SearchOutcome = await road.search(q["game"], q["question"])
-            fused = [passage_dict(p) for p in out.candidates]
-            kept = out.passages_json()
+            fused = [to_json(p) for p in out.candidates]
+            kept = [to_json(p) for p in out.passages]
+            wrench = out.wrench.to_json()
             by_rerank = sorted(
                 fused, key=lambda p: -(p["rerank_score"] if p["rerank_score"] is not None else -1e9)
             )
@@ -163,11 +165,11 @@ async def _gold(
                 "tags": q.get("tags", []),
                 "answerable": q["answerable"],
             }
-            row["degraded"] = degraded_stages(out.wrench)
-            calls = [a["category"] for a in out.wrench.get("arms", []) if a.get("category")]
+            row["degraded"] = degraded_stages(wrench)
+            calls = [a["category"] for a in wrench.get("arms", []) if a.get("category")]
             if calls:
                 row["category"] = calls[0]
-                row["category_voted"] = "category" in out.wrench.get("voted", [])
+                row["category_voted"] = "category" in wrench.get("voted", [])
             reranked = "rerank" not in row["degraded"]
             if q["answerable"]:
                 # an ask whose rerank fell back to the fused order is not a reranked hit
@@ -192,15 +194,15 @@ async def _gold(
                         "k": found_at(ps, q),
                     }
             for t in out.timings:
-                stage_ms[t["stage"]].append(t["ms"])
+                stage_ms[t.stage].append(t.ms)
             stage_ms["search_span"].append(out.search_ms)
-            fusion_call = [a["ms"] for a in out.wrench.get("arms", [])]
+            fusion_call = [a["ms"] for a in wrench.get("arms", [])]
             if fusion_call:
                 stage_ms["arms_max"].append(max(fusion_call))
             ruling: dict[str, Any] | None = None
             if answer:
                 t0 = time.perf_counter()
-                ruling = await road.answer(out, store=False)
+                ruling = (await road.answer(out, store=False)).to_json()
                 stage_ms["answer"].append((time.perf_counter() - t0) * 1000)
                 row["verdict"] = ruling["verdict"]
                 if ruling["verdict"] == "unavailable":
@@ -223,7 +225,7 @@ async def _gold(
                 row["lead_correct"] = bool(lead) and ruling["verdict"] == "answered"
                 row["quotes"] = len(ruling["citations"])
             if trace is not None:
-                row["detail"] = _detail(q, fused, kept, scored, out.wrench, ruling)
+                row["detail"] = _detail(q, fused, kept, scored, wrench, ruling)
             rows.append(row)
     finally:
         await road.close()
@@ -469,15 +471,15 @@ def run_bench(
         async def ask(self, q: dict[str, Any]) -> None:
             out = await self.road.search(q["game"], q["question"])
             self.times["search_span_ms"].append(out.search_ms)
-            degraded = bool(degraded_stages(out.wrench))
+            degraded = bool(degraded_stages(out.wrench.to_json()))
             if answer:
                 t0 = time.perf_counter()
                 ruling = await self.road.answer(out, store=False)
                 self.times["answer_ms"].append((time.perf_counter() - t0) * 1000.0)
-                degraded = degraded or ruling["verdict"] == "unavailable"
+                degraded = degraded or ruling.verdict == "unavailable"
             self.degraded += degraded
             for t in out.timings:
-                self.stages[t["stage"]].append(t["ms"])
+                self.stages[t.stage].append(t.ms)
 
         def report(self) -> dict[str, Any]:
             named = {"road.fuse_call": "arms_fusion_ms", "road.rerank_call": "rerank_ms"}

@@ -29,7 +29,7 @@ class Verdict(StrEnum):
 
 
 @dataclass(frozen=True)
-class PassageView:
+class ShownPassage:
     """A passage as the answer service sees it: the text citations are checked against, and the stamps
     (page, document, version, rule) the program copies onto a citation."""
 
@@ -200,12 +200,12 @@ def _locate(passage: str, quote: str) -> tuple[int, int] | None:
     return at
 
 
-def _page(p: PassageView) -> int:
+def _page(p: ShownPassage) -> int:
     return p.page_start or p.page_end
 
 
 def validate(
-    raw: RawAnswer, shown: Mapping[int, PassageView] | Iterable[PassageView]
+    raw: RawAnswer, shown: Mapping[int, ShownPassage] | Iterable[ShownPassage]
 ) -> ValidatedAnswer | Rejection:
     """Check ``raw`` against the passages shown (by id). Every quote must name a shown passage and be a
     contiguous substring of its text after canonicalisation; an answer needs at least one citation and

@@ -15,7 +15,7 @@ import numpy as np
 from psycopg_pool import AsyncConnectionPool
 
 from rulesage.core.text import canonical_chars
-from services.answer.citations import PassageView
+from services.answer.citations import ShownPassage
 
 _WS = re.compile(r"\s+")
 
@@ -73,7 +73,7 @@ def surroundings(section: str, passage: str, budget: int) -> tuple[str, str]:
 
 
 def build_context(
-    passages: Sequence[PassageView], sections: dict[int, str], budget: int
+    passages: Sequence[ShownPassage], sections: dict[int, str], budget: int
 ) -> dict[int, tuple[str, str]]:
     """Per passage, the surrounding section text; the budget is shared evenly between passages."""
     with_section = [p for p in passages if p.section_id and p.section_id in sections]
@@ -95,9 +95,9 @@ _PASSAGE_COLUMNS = (
 LOOKUP_LIMIT = 12
 
 
-def passage_from_row(row: Sequence[Any]) -> PassageView:
+def passage_from_row(row: Sequence[Any]) -> ShownPassage:
     pid, text, key, title, kind, version, ps, pe, heading, rule, section = row
-    return PassageView(
+    return ShownPassage(
         id=int(pid),
         text=str(text),
         doc_key=str(key),
@@ -121,7 +121,7 @@ class StoredVectors(NamedTuple):
     sentences: tuple[str, str, list[int], bytes] | None = None
 
 
-def with_vectors(passages: Sequence[PassageView], found: dict[int, StoredVectors]) -> list[PassageView]:
+def with_vectors(passages: Sequence[ShownPassage], found: dict[int, StoredVectors]) -> list[ShownPassage]:
     """The passages with what was stored for them attached; sentence vectors only when they were drawn from
     this very text."""
     from services.answer.sentence_index import stored
@@ -183,7 +183,7 @@ class PgLibrary:
             for r in rows
         }
 
-    async def lookup_rules(self, doc_keys: Sequence[str], rule_ids: Sequence[str]) -> list[PassageView]:
+    async def lookup_rules(self, doc_keys: Sequence[str], rule_ids: Sequence[str]) -> list[ShownPassage]:
         """Live passages of those documents whose rule (or parent rule) is one asked for; a bare section
         number ('702') matches every rule in it. At most LOOKUP_LIMIT, in book order."""
         if not doc_keys or not rule_ids:

@@ -26,9 +26,9 @@ from typing import Protocol, TypeVar
 
 from services.answer.citations import (
     MalformedAnswer,
-    PassageView,
     RawAnswer,
     Rejection,
+    ShownPassage,
     ValidatedAnswer,
     validate,
 )
@@ -99,7 +99,7 @@ class Prompt:
     question: str
     game: str
     # The citable passages: the ones the road kept, then any fetched by the tool round.
-    passages: tuple[PassageView, ...]
+    passages: tuple[ShownPassage, ...]
     # Section text around each passage (passage id -> (before, after)): read, never quoted.
     context: dict[int, tuple[str, str]] = field(default_factory=dict)
     # Ids of passages fetched by the tool round (shown regardless of the context budget).
@@ -135,7 +135,7 @@ class Library(Protocol):
 
     async def sections(self, section_ids: Sequence[int]) -> dict[int, str]: ...
 
-    async def lookup_rules(self, doc_keys: Sequence[str], rule_ids: Sequence[str]) -> list[PassageView]: ...
+    async def lookup_rules(self, doc_keys: Sequence[str], rule_ids: Sequence[str]) -> list[ShownPassage]: ...
 
 
 class BackendUnavailable(RuntimeError):
@@ -287,11 +287,11 @@ class Outcome:
     timings: tuple[tuple[str, float], ...]
     ruling: ValidatedAnswer | None = None
     unavailable: str | None = None
-    fetched: tuple[PassageView, ...] = ()
+    fetched: tuple[ShownPassage, ...] = ()
     confidence: float | None = None
 
 
-def _checked(raw: RawAnswer | MalformedAnswer, shown: Sequence[PassageView]) -> ValidatedAnswer | Rejection:
+def _checked(raw: RawAnswer | MalformedAnswer, shown: Sequence[ShownPassage]) -> ValidatedAnswer | Rejection:
     if isinstance(raw, MalformedAnswer):
         return Rejection(f"malformed output: {raw}")
     return validate(raw, shown)
@@ -307,7 +307,7 @@ async def run(
     timings: list[tuple[str, float]] = []
     conv = _Conversation(backend, timeout_s, timings)
     rejections: list[str] = []
-    fetched: tuple[PassageView, ...] = ()
+    fetched: tuple[ShownPassage, ...] = ()
     attempts = 1
 
     def done(ruling: ValidatedAnswer | None = None, unavailable: str | None = None) -> Outcome:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.answer.citations import MIN_ANSWER_CHARS, PassageView
+from services.answer.citations import MIN_ANSWER_CHARS, ShownPassage
 from services.answer.loop import CardView, PriorView, Prompt
 
 SYSTEM = f"""You are a board-game rules judge. Answer ONLY from the rulebook passages you are given.
@@ -36,7 +36,7 @@ CARD_RULINGS = 4  # a card's first official rulings; the page shows them all
 PRIOR_ANSWER_CHARS = 600  # an earlier answer is a reminder, not a second book: its opening is enough
 
 
-def _label(p: PassageView) -> str:
+def _label(p: ShownPassage) -> str:
     parts = [p.doc_title or p.doc_key]
     if p.page_start:
         span = f"p. {p.page_start}" if p.page_end in (0, p.page_start) else f"pp. {p.page_start}-{p.page_end}"
@@ -48,7 +48,7 @@ def _label(p: PassageView) -> str:
     return ", ".join(parts)
 
 
-def render_passage(p: PassageView, context: tuple[str, str] | None, fetched: bool = False) -> str:
+def render_passage(p: ShownPassage, context: tuple[str, str] | None, fetched: bool = False) -> str:
     head = f"### passage_id {p.id}{' (looked up)' if fetched else ''}: {_label(p)}"
     lines = [head]
     before, after = context or ("", "")

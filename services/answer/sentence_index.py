@@ -19,7 +19,7 @@ import numpy as np
 
 from rulesage.indexing import text_sha
 from services.answer.backends.extractive import sentence_inputs
-from services.answer.citations import PassageView
+from services.answer.citations import ShownPassage
 
 log = logging.getLogger(__name__)
 DIM = 384
@@ -68,7 +68,7 @@ def rows_for(embedder: Any, passages: Sequence[tuple[int, str, Sequence[str]]]) 
     from rulesage.ingest.store import embed_text
     from rulesage.rulings import vector_literal
 
-    views = [PassageView(pid, text, heading_path=tuple(heads or ())) for pid, text, heads in passages]
+    views = [ShownPassage(pid, text, heading_path=tuple(heads or ())) for pid, text, heads in passages]
     inputs = [sentence_inputs(v) for v in views]
     texts = [t for ins in inputs for _, _, t in ins]
     vectors = embedder.embed_passages(texts, batch=32) if texts else np.zeros((0, DIM), np.float32)

@@ -15,20 +15,21 @@ from psycopg_pool import AsyncConnectionPool
 from rulesage import db
 from rulesage.admission import Gate, Saturated
 from rulesage.config import load
+from rulesage.core.questions import clean_question
 from rulesage.telemetry import Timings
 from rulesage.v1 import answer_pb2, answer_pb2_grpc, common_pb2
 from services.answer import loop
 from services.answer.backends import make_backend, make_reader
 from services.answer.backends.extractive import Reader
-from services.answer.citations import PassageView, ValidatedAnswer, Verdict
+from services.answer.citations import ShownPassage, ValidatedAnswer, Verdict
 from services.answer.context import PgLibrary, build_context, with_vectors
 from services.answer.settings import AnswerSettings
 
 log = logging.getLogger(__name__)
 
 
-def view_of(p: common_pb2.Passage) -> PassageView:
-    return PassageView(
+def shown_of(p: common_pb2.Passage) -> ShownPassage:
+    return ShownPassage(
         id=p.id,
         text=p.text,
         doc_key=p.doc_key,
@@ -138,7 +139,7 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
         if self._pool is not None:
             await self._pool.close()
 
-    async def _context(self, passages: list[PassageView]) -> dict[int, tuple[str, str]]:
+    async def _context(self, passages: list[ShownPassage]) -> dict[int, tuple[str, str]]:
         if self.library is None:
             return {}
         try:
@@ -148,7 +149,7 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
             return {}
         return build_context(passages, sections, self.settings.rulesage_answer_context_chars)
 
-    async def _with_vectors(self, passages: list[PassageView]) -> list[PassageView]:
+    async def _with_vectors(self, passages: list[ShownPassage]) -> list[ShownPassage]:
         """The passages with their stored embeddings attached where the library has them (a help: the
         extractive scorer embeds the passage itself otherwise)."""
         fetch = getattr(self.library, "vectors", None)
@@ -161,7 +162,7 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
             return passages
         return with_vectors(passages, found)
 
-    async def _read(self, question: str, passages: list[PassageView]) -> loop.Reading | None:
+    async def _read(self, question: str, passages: list[ShownPassage]) -> loop.Reading | None:
         """The selector's reading every backend is given; a failure leaves it out (never fails the ask)."""
         if self.reader is None:
             return None
@@ -175,15 +176,11 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
         self, request: answer_pb2.AnswerRequest, context: grpc.aio.ServicerContext
     ) -> answer_pb2.AnswerResult:
         assert self.backend is not None
-        question = " ".join(request.question.split())
-        if not question:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the question is empty")
+        # the one question check (a BadQuestion is INVALID_ARGUMENT, by the runner's interceptor), then its
+        # white space folded for the backends
         limit = self.settings.rulesage_max_question_chars
-        if len(question) > limit:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, f"the question is longer than {limit} characters"
-            )
-        passages = [view_of(p) for p in request.passages]
+        question = " ".join(clean_question(request.question, limit).split())
+        passages = [shown_of(p) for p in request.passages]
         timings = Timings(self.name)
         if not passages:
             result = answer_pb2.AnswerResult(

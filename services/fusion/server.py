@@ -18,6 +18,7 @@ from rulesage.core import cards as card_core
 from rulesage.core import rrf
 from rulesage.core.models import StageState
 from rulesage.dbservice import DbService
+from rulesage.passages import to_pb
 from rulesage.store import cards as card_store
 from rulesage.store import passages
 from rulesage.telemetry import Timings
@@ -114,25 +115,7 @@ class FusionService(DbService, fusion_pb2_grpc.FusionServicer):
             r = rows.get(f.passage_id)
             if r is None:  # retired between search and hydration
                 continue
-            out.append(
-                common_pb2.Passage(
-                    id=r.id,
-                    text=r.text,
-                    doc_key=r.doc_key,
-                    doc_title=r.doc_title,
-                    doc_kind=r.doc_kind,
-                    doc_version=r.doc_version,
-                    game=r.game,
-                    page_start=r.page_start,
-                    page_end=r.page_end,
-                    heading_path=r.heading_path,
-                    rule_id=r.rule_id,
-                    section_id=r.section_id,
-                    amends=r.amends,
-                    fused_score=f.score,
-                    ranks=[common_pb2.ArmRank(arm=a, rank=k) for a, k in sorted(f.ranks.items())],
-                )
-            )
+            out.append(to_pb(r, f))
         return out
 
     async def Fuse(

@@ -23,6 +23,7 @@ from rulesage import db, telemetry
 from rulesage.admission import Gate, Saturated
 from rulesage.config import load
 from rulesage.core.deal import KEEP, deal
+from rulesage.core.questions import clean_question
 from rulesage.v1 import common_pb2, rerank_pb2, rerank_pb2_grpc
 from services.rerank import states
 from services.rerank.guarantees import Candidate, select
@@ -121,13 +122,8 @@ class RerankServicer(rerank_pb2_grpc.RerankerServicer):
         assert scorer is not None
         if request.keep < 0:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "keep must be >= 0 (0 means 8)")
-        if not request.question.strip():
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the question is empty")
-        if len(request.question) > s.rulesage_max_question_chars:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"question longer than {s.rulesage_max_question_chars} characters",
-            )
+        # the one question check (a BadQuestion is INVALID_ARGUMENT, by the runner's interceptor)
+        question = clean_question(request.question, s.rulesage_max_question_chars)
         if len(request.candidates) > s.rulesage_rerank_max_candidates:
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT,
@@ -146,7 +142,7 @@ class RerankServicer(rerank_pb2_grpc.RerankerServicer):
                         span.set_attribute("states.stored", sum(st is not None for st in stored))
                 with timings.stage("rerank.score", candidates=len(request.candidates)):
                     reading = await asyncio.to_thread(
-                        read, scorer, request.question, request.game, request.candidates, request.keep, stored
+                        read, scorer, question, request.game, request.candidates, request.keep, stored
                     )
         except Saturated as exc:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"reranker saturated: {exc}")

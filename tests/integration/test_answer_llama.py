@@ -21,7 +21,7 @@ import pytest
 from rulesage.config import shared_dir
 from services.answer import loop
 from services.answer.backends.llama import smollm2_gguf
-from services.answer.citations import PassageView, Verdict
+from services.answer.citations import ShownPassage, Verdict
 
 pytestmark = [pytest.mark.integration, pytest.mark.llama]
 
@@ -42,7 +42,7 @@ def _gguf() -> Path:
     return path
 
 
-def cr_passages() -> tuple[PassageView, ...]:
+def cr_passages() -> tuple[ShownPassage, ...]:
     if not CR.exists():
         pytest.skip(f"{CR} is not here (the shared corpus)")
     out = []
@@ -50,7 +50,7 @@ def cr_passages() -> tuple[PassageView, ...]:
         m = re.match(r"\s*(702\.(?:19|20)[a-d]) (.+)", line)
         if m:
             out.append(
-                PassageView(
+                ShownPassage(
                     id=1000 + len(out),
                     text=line.strip(),
                     doc_key="mtg-cr",
@@ -62,7 +62,7 @@ def cr_passages() -> tuple[PassageView, ...]:
     return tuple(out)
 
 
-def check(outcome: loop.Outcome, shown: tuple[PassageView, ...]) -> str:
+def check(outcome: loop.Outcome, shown: tuple[ShownPassage, ...]) -> str:
     """The invariants every outcome keeps, whatever the model wrote; returns how it ended."""
     assert outcome.unavailable is None, outcome.unavailable
     turns = [s for s, _ in outcome.timings if s in ("answer.generate", "answer.retry")]

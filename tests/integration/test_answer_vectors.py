@@ -12,7 +12,7 @@ import pytest
 
 from rulesage.db import async_pool
 from services.answer.backends.extractive import BiEncoderScorer
-from services.answer.citations import PassageView
+from services.answer.citations import ShownPassage
 from services.answer.context import PgLibrary, with_vectors
 
 pytestmark = pytest.mark.integration
@@ -29,7 +29,7 @@ def test_stored_vectors_are_read_and_match_embedding_again(shelf_url: str) -> No
             "SELECT id, text, heading_path FROM passages WHERE searchable AND embedding IS NOT NULL"
             " ORDER BY id LIMIT 6"
         ).fetchall()
-    views = [PassageView(int(r[0]), r[1], heading_path=tuple(r[2])) for r in rows]
+    views = [ShownPassage(int(r[0]), r[1], heading_path=tuple(r[2])) for r in rows]
     assert len(views) == 6
 
     async def read() -> dict[int, tuple]:  # type: ignore[type-arg]
@@ -65,7 +65,7 @@ def test_ingest_draws_sentence_vectors_that_the_answer_reads(shelf_url: str) -> 
             "SELECT id, text, heading_path FROM passages WHERE searchable ORDER BY id LIMIT 5"
         ).fetchall()
     assert rows >= live and first <= live
-    views = [PassageView(int(r[0]), r[1], heading_path=tuple(r[2])) for r in picked]
+    views = [ShownPassage(int(r[0]), r[1], heading_path=tuple(r[2])) for r in picked]
 
     async def read() -> dict[int, tuple]:  # type: ignore[type-arg]
         pool = async_pool(shelf_url, min_size=1, max_size=1)

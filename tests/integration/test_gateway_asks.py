@@ -81,15 +81,15 @@ def test_question_length_is_capped_with_a_clear_message(url: str, dead_mesh: str
         resp = c.post("/api/ask", json={"game": GAME, "question": "x" * 1501})
         assert resp.status_code == 400
         assert resp.json() == {
-            "error": "Your question is 1501 characters long; the limit is 1500. Please shorten it."
+            "error": "Your question is 1,501 characters long; the limit is 1,500. Please shorten it."
         }
         assert c.post("/api/ask", json={"game": GAME, "question": "   "}).json() == {
-            "error": "Please type a question."
+            "error": "The question is empty: please type a question about the game's rules."
         }
         page = c.get(f"/games/{GAME}").text
         long_q = "<b>x</b>" * 200
         form = c.post(f"/games/{GAME}/ask", data={"question": long_q, "csrf": _csrf(page)})
-        assert form.status_code == 400 and "the limit is 1500" in form.text
+        assert form.status_code == 400 and "the limit is 1,500" in form.text
         assert "&lt;b&gt;x&lt;/b&gt;" in form.text and "<b>x</b>" not in form.text  # kept, escaped
 
 

@@ -104,7 +104,7 @@ def honest(ruling: dict[str, Any]) -> None:
     [
         ({"game": GAME, "question": ""}, 400, "type a question"),
         ({"game": GAME, "question": "   \n\t  "}, 400, "type a question"),
-        ({"game": GAME, "question": "x" * 1501}, 400, "the limit is 1500"),
+        ({"game": GAME, "question": "x" * 1501}, 400, "the limit is 1,500"),
         ({"game": GAME, "question": "why? " * (MB // 5)}, 422, "question"),
         ({"game": GAME, "question": "\x00\x01\x02\x07\x1b"}, 400, "empty"),
         ({"game": GAME, "question": "\u200b\u200b"}, 400, ""),

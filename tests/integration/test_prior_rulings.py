@@ -239,11 +239,16 @@ def test_the_roads_lookup_degrades_and_never_fails_the_ask(url: str) -> None:
         road = Road(url)
         await road.open()
         try:
-            results = [await road._priors(_outcome(unit(0.0)))]
-            results.append(await road._priors(_outcome([])))  # the embedder did not answer
-            results.append(await road._priors(_outcome([math.nan] * 384)))  # Postgres refuses the vector
+
+            async def lookup(vec: list[float]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                found, info = await road._priors(_outcome(vec))
+                return found, info.to_json()
+
+            results = [await lookup(unit(0.0))]
+            results.append(await lookup([]))  # the embedder did not answer
+            results.append(await lookup([math.nan] * 384))  # Postgres refuses the vector
             road.settings.rulesage_priors_deadline_s = 1e-6
-            results.append(await road._priors(_outcome(unit(0.0))))
+            results.append(await lookup(unit(0.0)))
             return results
         finally:
             await road.close()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from services.answer.citations import PassageView
+from services.answer.citations import ShownPassage
 
-MOVE = PassageView(
+MOVE = ShownPassage(
     id=1,
     text=(
         "Movement. On your turn, you can move a distance up to your speed. You can break up your movement "
@@ -16,7 +16,7 @@ MOVE = PassageView(
     page_start=90,
     heading_path=("Combat", "Movement and Position"),
 )
-SPELLS = PassageView(
+SPELLS = ShownPassage(
     id=2,
     text=(
         "A spell's components are the physical requirements you must meet in order to cast it. "

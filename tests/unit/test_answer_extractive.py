@@ -20,7 +20,7 @@ from services.answer.backends.extractive import (
     rank_sentences,
     sentences,
 )
-from services.answer.citations import MIN_QUOTE_CHARS, PassageView, ValidatedAnswer, Verdict, validate
+from services.answer.citations import MIN_QUOTE_CHARS, ShownPassage, ValidatedAnswer, Verdict, validate
 from services.answer.loop import Prompt
 from tests.support.answer_passages import MOVE, SPELLS
 
@@ -52,7 +52,7 @@ def test_sentence_spans_are_in_order_inside_the_text_and_long_enough(text: str) 
         end = e
 
 
-def cand(p: PassageView, sentence: str, score: float) -> Candidate:
+def cand(p: ShownPassage, sentence: str, score: float) -> Candidate:
     start = p.text.index(sentence)
     return Candidate(p, start, start + len(sentence), score)
 
@@ -134,10 +134,10 @@ def test_scores_on_the_wire_do_not_leak_into_the_extractive_scale(scorer: BiEnco
     same = "On your turn, you can move a distance up to your speed."
     q = "how far can I move?"
     ranked = rank_sentences(
-        q, [PassageView(5, same, rerank_score=-3.0), PassageView(6, same, rerank_score=19.0)], scorer
+        q, [ShownPassage(5, same, rerank_score=-3.0), ShownPassage(6, same, rerank_score=19.0)], scorer
     )
     wider = rank_sentences(
-        q, [PassageView(5, same, rerank_score=-300.0), PassageView(6, same, rerank_score=1900.0)], scorer
+        q, [ShownPassage(5, same, rerank_score=-300.0), ShownPassage(6, same, rerank_score=1900.0)], scorer
     )
     assert [c.score for c in ranked] == pytest.approx([c.score for c in wider])
     assert ranked[0].passage.id == 6 and ranked[0].score - ranked[1].score == pytest.approx(

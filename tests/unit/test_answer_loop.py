@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 import pytest
 
 from services.answer import loop
-from services.answer.citations import MalformedAnswer, PassageView, RawAnswer, RawQuote, Verdict
+from services.answer.citations import MalformedAnswer, RawAnswer, RawQuote, ShownPassage, Verdict
 from services.answer.loop import Prompt, ToolRequest
 
-RULE = PassageView(
+RULE = ShownPassage(
     id=1,
     text="702.19b Once all those blocking creatures are assigned lethal damage, any excess damage is "
     "assigned as its controller chooses among those blocking creatures and the player the creature is "
@@ -22,10 +22,10 @@ RULE = PassageView(
     rule_id="702.19b",
     page_start=0,
 )
-PROSE = PassageView(
+PROSE = ShownPassage(
     id=2, text="Each player draws seven cards at the start of the game.", doc_key="book", page_start=4
 )
-FETCHED = PassageView(
+FETCHED = ShownPassage(
     id=50,
     text="510.1c A blocked creature assigns its combat damage to the creatures blocking it.",
     doc_key="cr",
@@ -75,13 +75,13 @@ class Scripted:
 class Shelf:
     """An in-memory library (the Postgres one is tested in tests/integration)."""
 
-    rules: list[PassageView]
+    rules: list[ShownPassage]
     lookups: list[tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=list)
 
     async def sections(self, section_ids: Sequence[int]) -> dict[int, str]:
         return {}
 
-    async def lookup_rules(self, doc_keys: Sequence[str], rule_ids: Sequence[str]) -> list[PassageView]:
+    async def lookup_rules(self, doc_keys: Sequence[str], rule_ids: Sequence[str]) -> list[ShownPassage]:
         self.lookups.append((tuple(doc_keys), tuple(rule_ids)))
         return [p for p in self.rules if p.rule_id in rule_ids and p.doc_key in doc_keys]
 

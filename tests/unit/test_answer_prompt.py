@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.answer.citations import PassageView, Rejection
+from services.answer.citations import Rejection, ShownPassage
 from services.answer.context import build_context, surroundings
 from services.answer.loop import CardView, PriorView, Prompt
 from services.answer.prompt import messages
@@ -40,14 +40,14 @@ def test_a_passage_not_in_its_section_gets_the_section_opening() -> None:
 
 
 def test_build_context_shares_the_budget_and_skips_passages_without_a_section() -> None:
-    a = PassageView(id=1, text=PASSAGE, section_id=10)
-    b = PassageView(id=2, text="No section for me.", section_id=0)
+    a = ShownPassage(id=1, text=PASSAGE, section_id=10)
+    b = ShownPassage(id=2, text="No section for me.", section_id=0)
     ctx = build_context([a, b], {10: SECTION}, 400)
     assert set(ctx) == {1}
 
 
 def test_messages_show_passages_as_citable_and_context_as_read_only() -> None:
-    p = PassageView(
+    p = ShownPassage(
         id=7,
         text=PASSAGE,
         doc_title="SRD 5.1",
@@ -67,7 +67,7 @@ def test_messages_show_passages_as_citable_and_context_as_read_only() -> None:
 
 
 def test_the_tool_is_described_only_when_offered_and_the_retry_shows_the_rejection() -> None:
-    p = PassageView(id=7, text=PASSAGE, rule_id="702.19b")
+    p = ShownPassage(id=7, text=PASSAGE, rule_id="702.19b")
     offered = messages(Prompt("q?", "mtg", (p,), tool_offered=True))
     assert "lookup_rules" in offered[0]["content"]
     retry = messages(
@@ -80,8 +80,8 @@ def test_the_tool_is_described_only_when_offered_and_the_retry_shows_the_rejecti
 
 
 def test_earlier_rulings_come_after_every_passage_labelled_as_never_citable() -> None:
-    kept = PassageView(id=7, text=PASSAGE, doc_title="SRD 5.1")
-    fetched = PassageView(id=9, text="Rule nine, fetched by the tool round.", rule_id="9")
+    kept = ShownPassage(id=7, text=PASSAGE, doc_title="SRD 5.1")
+    fetched = ShownPassage(id=9, text="Rule nine, fetched by the tool round.", rule_id="9")
     prior = PriorView(
         id="abc234defg", question="how far may I walk?", answer="Up to your speed. " * 60, score=2.5
     )
@@ -101,7 +101,7 @@ def test_earlier_rulings_come_after_every_passage_labelled_as_never_citable() ->
 
 
 def test_named_cards_come_before_the_passages_labelled_as_never_citable() -> None:
-    kept = PassageView(id=7, text="A creature with toughness 0 or less is put into its owner's graveyard.")
+    kept = ShownPassage(id=7, text="A creature with toughness 0 or less is put into its owner's graveyard.")
     rulings = tuple(f"Ruling {i} on the card." for i in range(1, 7))
     grasp = CardView("Grasp of Darkness", "Instant", "Target creature gets -4/-4 until end of turn.", rulings)
     golem = CardView("Myr Enforcer", "Artifact Creature — Myr", "")
@@ -123,7 +123,7 @@ def test_named_cards_come_before_the_passages_labelled_as_never_citable() -> Non
 def test_a_language_model_is_shown_the_selectors_reading_after_the_passages() -> None:
     from services.answer.loop import Pick, Reading
 
-    p = PassageView(id=7, text=PASSAGE, doc_title="SRD 5.1", page_start=90)
+    p = ShownPassage(id=7, text=PASSAGE, doc_title="SRD 5.1", page_start=90)
     gone = Pick(99, 0, 10, 0.4)  # a pick of a passage not shown is never rendered
     reading = Reading((Pick(7, 0, len(PASSAGE), 0.83), gone), 0.61, 0.32, "answerer@abc")
     _, user = messages(Prompt("how far can I move?", "dnd", (p,), reading=reading))

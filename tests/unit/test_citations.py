@@ -14,10 +14,10 @@ from services.answer.citations import (
     MIN_QUOTE_CHARS,
     NOT_IN_BOOK_TEXT,
     MalformedAnswer,
-    PassageView,
     RawAnswer,
     RawQuote,
     Rejection,
+    ShownPassage,
     ValidatedAnswer,
     Verdict,
     answer_schema,
@@ -25,7 +25,7 @@ from services.answer.citations import (
     validate,
 )
 
-TRAMPLE = PassageView(
+TRAMPLE = ShownPassage(
     id=7,
     text=(
         "The controller of an attacking creature with trample first assigns damage to the creature(s) "
@@ -40,7 +40,7 @@ TRAMPLE = PassageView(
     page_end=154,
     rule_id="702.19b",
 )
-OTHER = PassageView(
+OTHER = ShownPassage(
     id=8, text="Vigilance is a static ability.\nAttacking doesn't cause it to tap.", page_start=3
 )
 ANSWER = "Yes: once every blocker has lethal damage, the rest can go to the player."
@@ -226,7 +226,7 @@ def test_any_retyped_substring_is_found_and_stored_byte_exact(data: st.DataObjec
     j = data.draw(st.integers(i + MIN_QUOTE_CHARS, len(text)))
     # the model retypes each character either as the book has it or in its canonical (ASCII) form
     retyped = "".join(canonical_chars(ch) if data.draw(st.booleans()) else ch for ch in text[i:j])
-    got = validate(RawAnswer((RawQuote(1, retyped),), ANSWER, Verdict.ANSWERED), [PassageView(1, text)])
+    got = validate(RawAnswer((RawQuote(1, retyped),), ANSWER, Verdict.ANSWERED), [ShownPassage(1, text)])
     if len(retyped.strip()) < MIN_QUOTE_CHARS:
         assert isinstance(got, Rejection)
         return

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from rulesage.config import ConfigError
+from rulesage.eval import doorman as scoring
 from services.doorman import exam, learned
 from services.doorman.learned import MODEL_PATH, ScreenModel, UnavailableModel
 from services.doorman.rules import Decision, Verdict
@@ -69,7 +70,7 @@ def test_the_shipped_model_is_the_one_its_card_names(model: ScreenModel) -> None
 def test_the_shipped_model_is_plain_arrays(model: ScreenModel) -> None:
     with np.load(MODEL_PATH, allow_pickle=False) as z:
         assert all(z[k].dtype != object for k in z.files)
-    assert set(model.classes) == set(exam.CLASS_ORDER)
+    assert set(model.classes) == set(scoring.CLASS_ORDER)
     assert 0.0 < model.threshold < 1.0
 
 
@@ -147,6 +148,6 @@ def test_bad_settings_are_refused(settings: dict) -> None:
 
 
 def test_gate_5_drills_a_crash_of_the_stage() -> None:
-    rows = [exam.Row("t-1", "Can the robber go back to the desert?", "clear", "ordinary")]
+    rows = [scoring.Row("t-1", "Can the robber go back to the desert?", "clear", "ordinary")]
     drills = asyncio.run(exam.fault_drills(Screener(classifier=_clean), rows, timeout_s=0.2))
     assert "screen-model crash" in drills and drills["screen-model crash"]["held"] == 1

@@ -171,6 +171,7 @@ def test_like_pattern_takes_wildcards_literally() -> None:
 
 
 def test_found_passages_reads_the_roads_search_outcome() -> None:
+    from rulesage.core.models import Wrench
     from rulesage.road import SearchOutcome
     from rulesage.v1 import common_pb2
 
@@ -189,7 +190,7 @@ def test_found_passages_reads_the_roads_search_outcome() -> None:
             ),
             common_pb2.Passage(id=8, text="short", doc_key="other"),
         ],
-        wrench={"search_span_ms": 88.0},
+        wrench=Wrench(search_span_ms=88.0),
     )
     found = asking.found_passages(outcome)
     assert found[0]["heading"] == "Combat › Reach" and len(found[0]["excerpt"]) == 320

@@ -84,7 +84,7 @@ async def scores(rows: list[dict[str, Any]]) -> list[tuple[float, bool, str]]:
             except BadQuestion as exc:  # a row naming a family or a game this shelf lacks: not an ask
                 out.append((float("nan"), r["answerable"], f"refused: {exc}"))
                 continue
-            ruling = await road.answer(search, store=False)
+            ruling = (await road.answer(search, store=False)).to_json()
             info = ruling["wrench"].get("answer") or {}
             degraded = [a["arm"] for a in ruling["wrench"].get("arms", []) if a.get("state") != "ok"] + [
                 s

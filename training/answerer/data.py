@@ -65,7 +65,7 @@ async def collect(rows: list[Any], out_path: Path) -> dict[str, int]:
     from services.answer.backends.extractive import BiEncoderScorer, sentence_inputs
     from services.answer.context import PgLibrary, with_vectors
     from services.answer.selector import asked_apart
-    from services.answer.server import view_of
+    from services.answer.server import shown_of
 
     road = Road()
     await road.open()
@@ -81,8 +81,9 @@ async def collect(rows: list[Any], out_path: Path) -> dict[str, int]:
                 except BadQuestion:
                     counts["refused"] += 1
                     continue
-                degraded = [a["arm"] for a in out.wrench.get("arms", []) if a.get("state") != "ok"] + [
-                    s for s in ("fusion", "rerank") if (out.wrench.get(s) or {}).get("state") != "ok"
+                wrench = out.wrench.to_json()
+                degraded = [a["arm"] for a in wrench.get("arms", []) if a.get("state") != "ok"] + [
+                    s for s in ("fusion", "rerank") if (wrench.get(s) or {}).get("state") != "ok"
                 ]
                 rec: dict[str, Any] = {
                     "game": q.game,
@@ -99,7 +100,7 @@ async def collect(rows: list[Any], out_path: Path) -> dict[str, int]:
                     f.write(json.dumps(rec) + "\n")
                     continue
                 views = with_vectors(
-                    [view_of(p) for p in out.passages], await library.vectors([p.id for p in out.passages])
+                    [shown_of(p) for p in out.passages], await library.vectors([p.id for p in out.passages])
                 )
                 per = [(p, sentence_inputs(p)) for p in views]
                 s_cos = scorer.score_sentences(out.question, per)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from services.answer.citations import MIN_QUOTE_CHARS, PassageView, RawAnswer, RawQuote, Verdict
+from services.answer.citations import MIN_QUOTE_CHARS, RawAnswer, RawQuote, ShownPassage, Verdict
 from services.answer.loop import Pick, Prompt, Reading, ToolRequest
 from services.answer.selector import sigmoid
 
@@ -78,7 +78,7 @@ class BiEncoderScorer:
         return [float(x) for x in np.clip(m @ self._q(question), 0.0, 1.0)]
 
     def score_sentences(
-        self, question: str, per: Sequence[tuple[PassageView, list[tuple[int, int, str]]]]
+        self, question: str, per: Sequence[tuple[ShownPassage, list[tuple[int, int, str]]]]
     ) -> list[float]:
         """Every sentence's relevance, in order: from the passage's stored sentence vectors where this model
         drew them for exactly these spans, embedding only the others."""
@@ -99,7 +99,7 @@ class BiEncoderScorer:
                 out[i] = v
         return [float(v) for v in out if v is not None]
 
-    def score_passages(self, question: str, passages: Sequence[PassageView]) -> list[float]:
+    def score_passages(self, question: str, passages: Sequence[ShownPassage]) -> list[float]:
         """The passages' relevance from their stored embeddings where this model drew them (the dense arm's
         vector: the passage's nearest headings, then its text), embedding only the others the same way."""
         from rulesage.ingest.store import embed_text
@@ -177,7 +177,7 @@ def sentences(text: str) -> list[tuple[int, int]]:
 # -- choosing ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Candidate:
-    passage: PassageView
+    passage: ShownPassage
     start: int
     end: int
     score: float  # the selector's probability; with the cosine design, the blend of rank_sentences
@@ -187,7 +187,7 @@ class Candidate:
         return self.passage.text[self.start : self.end]
 
 
-def sentence_inputs(p: PassageView) -> list[tuple[int, int, str]]:
+def sentence_inputs(p: ShownPassage) -> list[tuple[int, int, str]]:
     """Each sentence's span and the text its relevance is drawn from: the passage's nearest heading, then the
     sentence (so a short sentence keeps its topic)."""
     head = p.heading_path[-1] + ": " if p.heading_path else ""
@@ -195,7 +195,7 @@ def sentence_inputs(p: PassageView) -> list[tuple[int, int, str]]:
 
 
 def sentence_cosines(
-    question: str, per: Sequence[tuple[PassageView, list[tuple[int, int, str]]]], scorer: Scorer
+    question: str, per: Sequence[tuple[ShownPassage, list[tuple[int, int, str]]]], scorer: Scorer
 ) -> list[float]:
     """Every sentence's relevance, in order, from the vectors ingest stored where the scorer can read them
     (the MiniLM scorer), else by scoring the texts."""
@@ -206,7 +206,7 @@ def sentence_cosines(
 
 
 def cosines(
-    question: str, per: Sequence[tuple[PassageView, list[tuple[int, int, str]]]], scorer: Scorer
+    question: str, per: Sequence[tuple[ShownPassage, list[tuple[int, int, str]]]], scorer: Scorer
 ) -> tuple[list[float], list[float]]:
     """Every sentence's relevance (in order) and every passage's, from what ingest stored where the scorer
     can read it (the MiniLM scorer), else by scoring the texts."""
@@ -219,7 +219,7 @@ def cosines(
     return sentence, passage
 
 
-def rank_sentences(question: str, passages: Sequence[PassageView], scorer: Scorer) -> list[Candidate]:
+def rank_sentences(question: str, passages: Sequence[ShownPassage], scorer: Scorer) -> list[Candidate]:
     """Every sentence of every passage, best first, scored SENTENCE_WEIGHT * sentence + rest * passage, less
     the reranker-order prior.
 
@@ -248,13 +248,13 @@ def rank_sentences(question: str, passages: Sequence[PassageView], scorer: Score
     return sorted(out, key=lambda c: -c.score)
 
 
-def reader_order(passages: Sequence[PassageView]) -> list[PassageView]:
+def reader_order(passages: Sequence[ShownPassage]) -> list[ShownPassage]:
     """The careful reader's order (passages arrive dealt ends-first); unread ones after, as dealt."""
     return sorted(passages, key=lambda p: -(p.rerank_score if p.rerank_score is not None else -1e9))
 
 
 def read_sentences(
-    question: str, passages: Sequence[PassageView], scorer: Scorer, answerer: Answerer
+    question: str, passages: Sequence[ShownPassage], scorer: Scorer, answerer: Answerer
 ) -> tuple[list[Candidate], float]:
     """Every sentence, best first, scored by the trained quote selector (a probability), and the trained
     answerability: the probability that the shown passages answer the question."""
@@ -302,13 +302,13 @@ class Reader:
         self.source = source
         self.scorer = scorer or default_scorer()
 
-    def read(self, question: str, passages: Sequence[PassageView]) -> Reading:
+    def read(self, question: str, passages: Sequence[ShownPassage]) -> Reading:
         ranked, sure = read_sentences(question, passages, self.scorer, self.answerer)
         picks = tuple(Pick(c.passage.id, c.start, c.end, c.score) for c in ranked[:READ_PICKS])
         return Reading(picks, sure, self.threshold, self.source)
 
 
-def from_reading(reading: Reading, passages: Sequence[PassageView]) -> list[Candidate]:
+def from_reading(reading: Reading, passages: Sequence[ShownPassage]) -> list[Candidate]:
     by_id = {p.id: p for p in passages}
     return [
         Candidate(by_id[k.passage_id], k.start, k.end, k.probability)
@@ -317,7 +317,7 @@ def from_reading(reading: Reading, passages: Sequence[PassageView]) -> list[Cand
     ]
 
 
-def _where(p: PassageView) -> str:
+def _where(p: ShownPassage) -> str:
     title = p.doc_title or p.doc_key or "the book"
     return f"{title}, p. {p.page_start}" if p.page_start else title
 
