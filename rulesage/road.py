@@ -82,10 +82,6 @@ class RoadSettings(CommonSettings):
     rulesage_rerank_candidates: int = Field(48, ge=1, le=200)
 
 
-def _rpc_failure(exc: BaseException) -> tuple[StageState, str]:
-    return describe(exc)
-
-
 def _category(status: fusion_pb2.ArmStatus) -> CategoryCall | None:
     """A classifying arm's call as the wrench keeps it (None for arms that do not classify)."""
     if not status.HasField("category"):
@@ -219,7 +215,7 @@ class Road:
         except grpc.aio.AioRpcError as exc:
             if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
                 raise BadQuestion(exc.details() or "bad question") from None
-            state, detail = _rpc_failure(exc)
+            state, detail = describe(exc)
             w.fusion = StageInfo(state=state, detail=detail)
             w.arms, w.voted, w.k, w.ceiling = [], [], rrf.K, 0.0
             w.ceiling_formula = "no list voted"
@@ -268,7 +264,7 @@ class Road:
             w.guarantees_fired = list(res.guarantees_fired)
             w.rerank = RerankInfo(state=StageState.OK, detail="", model=res.model)
         except Exception as exc:  # the ask continues with the fused order
-            state, detail = _rpc_failure(exc)
+            state, detail = describe(exc)
             out.passages = deal(list(fused.passages[:KEEP]))
             w.guarantees_fired = []
             w.rerank = RerankInfo(
@@ -302,7 +298,7 @@ class Road:
             verdict=verdict,
             citations=citations,
             passages=[to_view(p) for p in out.passages],
-            cards=list(wrench.cards) if "cards" in wrench.model_fields_set else [],
+            cards=list(wrench.cards),
             wrench=wrench,
             models=dict(out.models),
             trace_id=out.trace_id,
@@ -386,7 +382,7 @@ class Road:
                 timeout=self.settings.rulesage_answer_deadline_s,
             )
         except Exception as exc:
-            state, detail = _rpc_failure(exc)
+            state, detail = describe(exc)
             info = AnswerInfo(state=state, detail=detail, attempts=0, rejections=[])
             text = "The answer is unavailable right now. The passages found are below; nothing was invented."
             return Verdict.UNAVAILABLE, text, [], info

@@ -25,12 +25,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from rulesage.config import shared_dir
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = Path(__file__).with_suffix(".toml")
-
-
-def shared() -> Path:
-    return Path(os.environ.get("RULESAGE_SHARED") or ROOT.parent / "shared")
 
 
 def free_block(size: int, start: int = 47000) -> int:
@@ -75,8 +73,8 @@ def check(name: str, report: dict[str, Any], floors: dict[str, float]) -> list[d
 def main(argv: list[str], *, record: bool = False) -> int:
     as_json = "--json" in argv
     config = tomllib.loads(CONFIG.read_text())
-    shelf = shared() / "corpus" / "shelf.toml"
-    golds = {name: shared() / "eval" / f"{name}.jsonl" for name in config["floors"]}
+    shelf = shared_dir() / "corpus" / "shelf.toml"
+    golds = {name: shared_dir() / "eval" / f"{name}.jsonl" for name in config["floors"]}
     missing = [str(p) for p in [shelf, *golds.values()] if not p.exists()]
     if missing:
         print(f"eval gate: the shared evaluation material is missing: {', '.join(missing)}", file=sys.stderr)
@@ -97,7 +95,7 @@ def main(argv: list[str], *, record: bool = False) -> int:
         ),
         "RULESAGE_BASE_PORT": str(base),
         "RULESAGE_GATEWAY_PORT": str(free_block(1, base + 200)),
-        "RULESAGE_SHARED": str(shared()),
+        "RULESAGE_SHARED": str(shared_dir()),
     }
     game_args = [a for g in games for a in ("--game", g)]
     t0 = time.monotonic()
