@@ -42,13 +42,16 @@ RUN pip install ".[export]" \
     fi \
  && rulesage --help > /dev/null
 
-# Export both encoders to ONNX (fp32) in the state folder at build time, so no pod needs torch at start-up:
-# the tuned search encoder (the shared embedder) and MiniLM off the shelf (the doorman's screen and the
-# reranker's trainer read it). Kubernetes pods copy these into their writable emptyDir state (see k8s/base).
+# Export the encoders to ONNX (fp32) in the state folder at build time, so no pod needs torch at start-up:
+# the tuned search encoder (the shared embedder), MiniLM off the shelf (the doorman's screen and the
+# reranker's trainer read it) and the cross reader when one is shipped. Kubernetes pods copy these into
+# their writable emptyDir state (see k8s/base).
 RUN RULESAGE_STATE_DIR=/var/lib/rulesage \
     python -c "from rulesage.embed import shared_embedder; shared_embedder()" \
  && RULESAGE_STATE_DIR=/var/lib/rulesage \
     python -c "from rulesage.embed import Embedder; Embedder(encoder='minilm')" \
+ && RULESAGE_STATE_DIR=/var/lib/rulesage \
+    python -c "from services.rerank.cross import READER_DIR, export_graph, is_reader; is_reader(READER_DIR) and export_graph()" \
  && test -s /var/lib/rulesage/models/minilm-l6-v2-fp32.onnx \
  && ls /var/lib/rulesage/models/search-encoder-*-fp32.onnx
 

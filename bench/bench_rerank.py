@@ -7,7 +7,7 @@ timed path is the service's own without the gRPC hop: read the candidates' store
 Postgres, then services.rerank.server.read (question encoding, head, guarantees, deal); beside it the same
 rerank encoding every window (no stored states), and the cost of one forward pass.
 
-    python bench/bench_rerank.py [--questions 20] [--candidates 80] [--model interim|PATH] [--threads 2]
+    python bench/bench_rerank.py [--questions 20] [--candidates 80] [--model head|interim|PATH] [--threads 2]
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from rulesage import db  # noqa: E402
 from rulesage.embed import shared_embedder  # noqa: E402
 from rulesage.v1 import common_pb2  # noqa: E402
 from services.rerank import states  # noqa: E402
-from services.rerank.scorer import RuntimeOptions, Tokens, TrainedScorer, load_scorer, pad  # noqa: E402
+from services.rerank.choice import load_scorer  # noqa: E402
+from services.rerank.scorer import RuntimeOptions, Tokens, TrainedScorer, pad  # noqa: E402
 from services.rerank.server import read  # noqa: E402
 from training.pool import FamilyIndex  # noqa: E402
 from training.questions import GOLD, family_ids  # noqa: E402
@@ -74,7 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--questions", type=int, default=20)
     p.add_argument("--candidates", type=int, default=80)
-    p.add_argument("--model", default="", help="'' shipped model (or interim), 'interim', or an ONNX path")
+    p.add_argument(
+        "--model",
+        default="",
+        help="'' the shipped model, 'head', 'interim', a head's ONNX path or a reader's folder",
+    )
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--max-tokens", type=int, default=256)
@@ -100,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                 text=index.passages[i].text,
                 doc_kind=index.passages[i].doc_kind,
                 game=index.passages[i].game,
+                heading_path=list(index.passages[i].heading_path),
             )
             for i in pool
         ]

@@ -220,6 +220,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
 TRAINABLE = {
     "encoder": ("training.encoder.cli:main", "the search encoder (MiniLM-L6 tuned on our books)"),
     "reranker": ("training.reranker:main", "the careful reader's head over the encoder's window states"),
+    "reader": ("training.reader.cli:main", "the cross reader (question and window read together)"),
     "category": ("training.category.learn:main", "the category leg's learned examples"),
     "category-calibration": ("training.category.calibrate:main", "the category leg's ballot threshold"),
     "doorman": ("training.doorman.learn:main", "the doorman's learned screen"),

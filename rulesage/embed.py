@@ -25,6 +25,7 @@ import logging
 import os
 import threading
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,52 +79,68 @@ def onnx_name(encoder: str, variant: str) -> str:
     return f"search-encoder-{_weights_sha(encoder)}-{variant}.onnx"
 
 
-def export_onnx(out_dir: Path, variant: str = "int8", encoder: str = "minilm") -> Path:
-    """Export the encoder's weights to ONNX (fp32), then quantise dynamically to int8 when asked."""
+def export_transformer(weights: Path, out: Path, score: tuple[Sequence[float], float] | None = None) -> Path:
+    """A BERT folder (config.json + model.safetensors, fp16 or fp32) exported to an fp32 ONNX graph at
+    ``out``: its ``last_hidden_state``, or with ``score`` (a linear layer's weights and bias) one ``score``
+    per row, the layer over the mean of the row's token states (the cross reader reading a pair). Inputs
+    ``input_ids``, ``attention_mask``, ``token_type_ids``."""
     import torch
     from transformers import AutoModel
 
+    # weights stored as fp16 (the 50 MB budget) are computed in fp32
+    bert = AutoModel.from_pretrained(str(weights), local_files_only=True, dtype=torch.float32)
+    bert.eval()
+    w = torch.tensor([list(score[0])], dtype=torch.float32) if score else None
+    b = torch.tensor([score[1]], dtype=torch.float32) if score else None
+
+    class Graph(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
+            states = self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+            if w is None:
+                return states
+            mask = attention_mask.unsqueeze(-1).to(states.dtype)
+            pooled = (states * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return (pooled @ w.T + b)[:, 0]
+
+    name = "score" if score else "last_hidden_state"
+    axes = {0: "batch"} if score else {0: "batch", 1: "seq"}
+    ids = torch.ones((2, 16), dtype=torch.long)
+    tmp = out.with_suffix(".tmp")
+    # the tracer's expected warnings (shape-dependent branches it records as constants) would be the
+    # first thing a new user reads in `up`'s progress: they are about the export, not about them
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            Graph(),
+            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+            str(tmp),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=[name],
+            dynamic_axes={
+                "input_ids": {0: "batch", 1: "seq"},
+                "attention_mask": {0: "batch", 1: "seq"},
+                "token_type_ids": {0: "batch", 1: "seq"},
+                name: axes,
+            },
+            opset_version=17,
+            dynamo=False,
+        )
+    tmp.rename(out)
+    return out
+
+
+def export_onnx(out_dir: Path, variant: str = "int8", encoder: str = "minilm") -> Path:
+    """Export the encoder's weights to ONNX (fp32), then quantise dynamically to int8 when asked."""
     out_dir.mkdir(parents=True, exist_ok=True)
     fp32 = out_dir / onnx_name(encoder, "fp32")
     if not fp32.exists():
-        # the tuned weights are stored as fp16 (the 50 MB budget); the graph computes in fp32
-        bert = AutoModel.from_pretrained(
-            str(weights_dir(encoder)), local_files_only=True, dtype=torch.float32
-        )
-        bert.eval()
-
-        class Encoder(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.bert = bert
-
-            def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
-                return self.bert(
-                    input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-                ).last_hidden_state
-
-        ids = torch.ones((2, 16), dtype=torch.long)
-        tmp = fp32.with_suffix(".tmp")
-        # the tracer's expected warnings (shape-dependent branches it records as constants) would be the
-        # first thing a new user reads in `up`'s progress: they are about the export, not about them
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                Encoder(),
-                (ids, torch.ones_like(ids), torch.zeros_like(ids)),
-                str(tmp),
-                input_names=["input_ids", "attention_mask", "token_type_ids"],
-                output_names=["last_hidden_state"],
-                dynamic_axes={
-                    "input_ids": {0: "batch", 1: "seq"},
-                    "attention_mask": {0: "batch", 1: "seq"},
-                    "token_type_ids": {0: "batch", 1: "seq"},
-                    "last_hidden_state": {0: "batch", 1: "seq"},
-                },
-                opset_version=17,
-                dynamo=False,
-            )
-        tmp.rename(fp32)
+        export_transformer(weights_dir(encoder), fp32)
     if variant == "fp32":
         return fp32
     int8 = out_dir / onnx_name(encoder, "int8")

@@ -154,7 +154,8 @@ MESH: dict[str, Svc] = {
             Role.STAGE,
             "services.rerank.server:RerankService",
             index_drawers=(Drawer("reranker_states_drawn", "services.rerank.states:draw_missing"),),
-            doc="cross-encoder reranker (ONNX Runtime; CPU or GPU) over the windows' stored encoder states.",
+            doc="the careful reader (ONNX Runtime; CPU or GPU): the cross reader over the fused order's top,"
+            " or the head over the windows' stored encoder states.",
             pod=Pod(
                 cpu="1",
                 memory="1Gi",

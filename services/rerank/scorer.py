@@ -40,6 +40,8 @@ class Scorer(Protocol):
     identity: str
     # Weight of the election's order in the final score: score - prior * ln(1 + fused position).
     prior: float
+    # Whether the model reads a candidate's headings before its window (the cross reader) or its window only.
+    reads_headings: bool
 
     def score(self, question: str, passages: Sequence[str]) -> np.ndarray:
         """One relevance score per passage (higher is better); each passage is read through its window."""
@@ -167,6 +169,7 @@ class CosineScorer:
         self.tokens = Tokens(opts.max_tokens)
         self.opts = opts
         self.prior = 0.0
+        self.reads_headings = False
         self.identity = f"interim:bi-encoder-cosine-of-window:{emb.identity.model}"
 
     def _encode(self, rows: Sequence[Sequence[int]]) -> np.ndarray:
@@ -214,6 +217,7 @@ class TrainedScorer:
         self.head = session(head.SerializeToString(), opts)
         self.opts = opts
         self.prior = float(cfg.get("fused_prior", 0.0))
+        self.reads_headings = False
         prior = f"+fused-prior{self.prior:g}" if self.prior else ""
         sha = sha256_file(path)[:12]  # 24 MB: hashed once at start
         self.identity = f"{path.name}@{sha}{prior}"
@@ -299,17 +303,3 @@ def states_key(path: Path, max_tokens: int, sha: str = "") -> str:
     """What stored window states depend on: the encoder (the model file) and the window's token budget.
     ``sha``: the file's sha256 prefix when the caller has it already."""
     return f"{path.name}@{sha or sha256_file(path)[:12]}/t{max_tokens}/row"  # /row: one window per run
-
-
-def load_scorer(opts: RuntimeOptions, model: str = "") -> Scorer:
-    """The trained model when it is there (or ``model`` names one); the interim cosine when ``model`` is
-    'interim' or no trained model has been shipped."""
-    if model == "interim":
-        return CosineScorer(opts)
-    path = Path(model) if model else MODEL_FILE
-    if path.exists():
-        return TrainedScorer(path, opts)
-    if model:
-        raise FileNotFoundError(f"RULESAGE_RERANK_MODEL={model!r}: no such file")
-    log.warning("no trained reranker at %s: scoring with the interim bi-encoder cosine", path)
-    return CosineScorer(opts)

@@ -26,9 +26,11 @@ from rulesage.core.deal import KEEP, deal
 from rulesage.core.questions import clean_question
 from rulesage.v1 import common_pb2, rerank_pb2, rerank_pb2_grpc
 from services.rerank import states
+from services.rerank.choice import load_scorer
 from services.rerank.guarantees import Candidate, select
-from services.rerank.scorer import RuntimeOptions, Scorer, TrainedScorer, load_scorer
+from services.rerank.scorer import RuntimeOptions, Scorer, TrainedScorer
 from services.rerank.settings import RerankSettings
+from services.rerank.window import reader_text
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +56,10 @@ def read(
 ) -> Reading:
     """Score, blend with the fused order, apply the guarantees and deal. ``stored``: the candidates' window
     states read from the database (None where missing); a scorer that reads states encodes the rest."""
-    texts = [c.text for c in candidates]
+    if scorer.reads_headings:
+        texts = [reader_text(c.heading_path, c.text) for c in candidates]
+    else:
+        texts = [c.text for c in candidates]
     drawn: dict[int, np.ndarray] = {}
     if isinstance(scorer, TrainedScorer):
         windows, drawn = scorer.fill_states(texts, stored)

@@ -15,8 +15,9 @@ class RerankSettings(CommonSettings):
     rulesage_rerank_device: Literal["cpu", "cuda"] = "cpu"
     # ONNX Runtime intra-op threads; 0 = every core.
     rulesage_rerank_threads: int = Field(0, ge=0)
-    # Path of a reranker ONNX file; "" = the shipped model (or the interim cosine when none is shipped);
-    # "interim" = the bi-encoder cosine of the window.
+    # "" = the shipped cross reader (model/reader/), else the shipped head (model/reranker-int8.onnx), else
+    # the interim cosine; "head" = the shipped head; "interim" = the bi-encoder cosine of the window; a path
+    # = a head's ONNX file or a cross reader's folder.
     rulesage_rerank_model: str = ""
     # Word pieces of a window the model reads ([CLS]/[SEP] included); the window is cut head+tail to fit.
     # MiniLM reads at most 512.

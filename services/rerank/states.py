@@ -18,7 +18,6 @@ import logging
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -110,28 +109,22 @@ COUNT_MISSING_SQL = f"SELECT count(*) FROM ({MISSING_SQL}) AS m"
 
 def draw_missing(url: str, progress: bool = False) -> int:
     """After an ingest: draw the states the configured reranker lacks (RULESAGE_RERANK_* settings). Loads the
-    model only when some are missing; nothing to do for the interim scorer, with stored states off, or when
+    model only when some are missing; nothing to do for the interim scorer or the cross reader, with stored
+    states off, or when
     states are drawn on first read instead (``RULESAGE_RERANK_STATES_AT_INGEST=false``)."""
     import psycopg
 
     from rulesage.config import load
-    from services.rerank.scorer import (
-        MODEL_FILE,
-        RuntimeOptions,
-        TrainedScorer,
-        load_scorer,
-        states_key,
-        window_tokens,
-    )
+    from services.rerank.choice import chosen_model, load_scorer
+    from services.rerank.cross import is_reader
+    from services.rerank.scorer import RuntimeOptions, TrainedScorer, states_key, window_tokens
     from services.rerank.settings import RerankSettings
 
     s = load(RerankSettings)
     if not (s.rulesage_rerank_stored_states and s.rulesage_rerank_states_at_ingest):
         return 0
-    if s.rulesage_rerank_model == "interim":
-        return 0
-    path = Path(s.rulesage_rerank_model) if s.rulesage_rerank_model else MODEL_FILE
-    if not path.exists():
+    path = chosen_model(s.rulesage_rerank_model)
+    if path is None or is_reader(path):  # the cosine and the cross reader read no stored states
         return 0
     opts = RuntimeOptions(
         device=s.rulesage_rerank_device,

@@ -6,6 +6,8 @@ A passage of 1,200 characters or less is read whole; a longer one is read as its
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 WINDOW_CHARS = 1200
 HEAD_CHARS = 595
 JOINER = " ... "
@@ -26,3 +28,10 @@ def in_window(text: str, start: int, end: int) -> bool:
     if len(text) <= WINDOW_CHARS:
         return True
     return end <= HEAD_CHARS or start >= len(text) - TAIL_CHARS
+
+
+def reader_text(heading_path: Sequence[str], text: str) -> str:
+    """What the cross reader reads of a candidate: its nearest two headings, then its window (the same on
+    the training rows and at serving)."""
+    head = " > ".join(h for h in heading_path[-2:] if h)
+    return f"{head}\n{window(text)}" if head else window(text)

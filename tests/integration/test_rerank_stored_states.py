@@ -24,6 +24,13 @@ pytestmark = [
 QUESTION = "how many actions does a player get on their turn?"
 
 
+@pytest.fixture(autouse=True)
+def the_head(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stored states are the head's: the drawer and the service are both pointed at it by name, whichever
+    model is the shipped default."""
+    monkeypatch.setenv("RULESAGE_RERANK_MODEL", "head")
+
+
 def live_passages(url: str, limit: int = 24) -> list[common_pb2.Passage]:
     with psycopg.connect(url) as conn:
         rows = conn.execute(

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from services.rerank.choice import load_scorer
 from services.rerank.scorer import (
     CLS,
     SEP,
@@ -16,7 +17,6 @@ from services.rerank.scorer import (
     TrainedScorer,
     head_tail,
     length_batches,
-    load_scorer,
     pad,
 )
 
@@ -86,8 +86,8 @@ def test_batching_moves_scores_only_by_int8_noise() -> None:
     assert list(np.argsort(-one)) == list(np.argsort(-many))
 
 
-def test_the_shipped_model_scores_and_names_itself() -> None:
-    scorer = load_scorer(RuntimeOptions(threads=1))
+def test_the_shipped_head_scores_and_names_itself() -> None:
+    scorer = load_scorer(RuntimeOptions(threads=1), "head")
     assert isinstance(scorer, TrainedScorer)
     assert scorer.identity.startswith("reranker-int8.onnx@")
     scores = scorer.score("can I move the robber back onto the desert?", PASSAGES)

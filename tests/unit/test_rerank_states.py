@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from services.rerank import states
-from services.rerank.scorer import RuntimeOptions, TrainedScorer, load_scorer
+from services.rerank.choice import load_scorer
+from services.rerank.scorer import RuntimeOptions, TrainedScorer
 
 
 @settings(max_examples=50, deadline=None)
@@ -52,7 +53,7 @@ PASSAGES = [
 
 
 def test_scoring_from_stored_states_matches_scoring_from_text() -> None:
-    scorer = load_scorer(RuntimeOptions(threads=1))
+    scorer = load_scorer(RuntimeOptions(threads=1), "head")
     assert isinstance(scorer, TrainedScorer)
     q = "can I move the robber back onto the desert?"
     fresh, cosine = scorer.score_and_cosine(q, PASSAGES)

@@ -1,0 +1,97 @@
+"""`rulesage train reader` end to end on a tiny encoder: sentence-transformers' trainer runs, checkpoints and
+resumes, the run is staged in its shipped form, and the served graph scores as the trained model does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+QUESTION = "Does a creature with toughness 0 die right away?"
+TEXTS = [
+    "704.5f If a creature has toughness 0 or less, it's put into its owner's graveyard.",
+    "Lethal damage is damage equal to or greater than a creature's toughness.",
+    "The robber is moved when a seven is rolled.",
+    "A player may mulligan any number of times.",
+    "Backgammon checkers move in the direction of their home board.",
+    "Tapping a permanent turns it sideways.",
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from rulesage.embed import package_model_dir
+
+    torch.manual_seed(3)
+    config = BertConfig(
+        vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
+    )
+    folder = tmp_path_factory.mktemp("base")
+    BertModel(config, add_pooling_layer=False).save_pretrained(str(folder))
+    AutoTokenizer.from_pretrained(str(package_model_dir())).save_pretrained(str(folder))
+    return folder
+
+
+def rows(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i in range(4):
+        row = {"question": f"{QUESTION} ({i})", "positive": TEXTS[0]}
+        row.update({f"negative_{n}": TEXTS[n] for n in range(1, 6)})
+        lines.append(json.dumps(row))
+    (folder / "train.jsonl").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_a_run_trains_resumes_and_ships_what_it_trained(tiny_base: Path, tmp_path: Path) -> None:
+    import torch
+    from sentence_transformers.cross_encoder import CrossEncoder
+
+    from services.rerank.cross import CrossScorer, is_reader
+    from services.rerank.scorer import RuntimeOptions
+    from training.reader.recipe import Recipe, checkpoints, train
+    from training.reader.ship import stage
+
+    data, work = rows(tmp_path / "data"), tmp_path / "run"
+    recipe = Recipe(
+        base=str(tiny_base),
+        layers=1,
+        batch=2,
+        max_steps=2,
+        max_tokens=64,
+        in_batch=1,
+        save_steps=1,
+        threads=1,
+    )
+    final, run = train(data, work, recipe)
+    assert run["steps"] == 2 and not run["resumed"] and len(run["losses"]) == 2
+    assert (
+        checkpoints(work)
+        and json.loads((work / "base" / "config.json").read_text())["num_hidden_layers"] == 1
+    )
+    # an interrupted run resumes from its newest checkpoint
+    _, again = train(data, work, recipe)
+    assert again["resumed"] and again["steps"] == 2
+
+    staged = stage(final, tmp_path / "staged", 64)
+    reader = json.loads((staged / "reader.json").read_text())
+    assert len(reader["score"]["weight"]) == 32 and is_reader(staged)
+    want = CrossEncoder(str(final), device="cpu").predict(
+        [(QUESTION, t) for t in TEXTS], activation_fn=torch.nn.Identity()
+    )
+    got = CrossScorer(staged, RuntimeOptions(threads=1), tmp_path / "models").read(QUESTION, TEXTS)
+    assert np.allclose(got, want, atol=2e-2)  # fp16 weights shipped, fp32 computed
+    assert list(np.argsort(-got)) == list(np.argsort(-want))
+
+
+def test_the_reader_recipe_takes_its_options_from_the_command_line() -> None:
+    from training.reader.cli import parse
+
+    args = parse(["--max-steps", "200", "--lr", "1e-4", "--layers", "3"])
+    assert (args.max_steps, args.lr, args.layers, args.batch, args.seed) == (200, 1e-4, 3, 16, 12)
+    assert args.base == ""  # the shipped search encoder

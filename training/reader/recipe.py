@@ -1,0 +1,157 @@
+"""Train the cross reader: the tuned encoder's first ``layers`` layers with a one-logit head, reading the
+question and a window together (a true cross-encoder).
+
+sentence-transformers' ``CrossEncoderTrainer`` with its cross-encoder ``MultipleNegativesRankingLoss``: each
+question is scored against its answering window, its hard negatives and ``in_batch`` other questions'
+windows, and the loss is the cross-entropy of the answering one. A truncated encoder keeps a step (16
+questions, 8 pairs each, 256 word pieces) near 7 s on two CPU cores. Seeds are fixed; a checkpoint is written
+every ``save_steps`` steps and a rerun resumes from the newest one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    seed: int = 12
+    epochs: float = 1.0
+    batch: int = 16
+    lr: float = 4e-5
+    warmup: float = 0.1
+    max_tokens: int = 256
+    layers: int = 3
+    in_batch: int = 2  # other questions' positives added as negatives
+    threads: int = 2
+    save_steps: int = 25
+    max_steps: int = -1  # > 0: stop there (a timing run)
+    base: str = ""  # a transformers folder with the encoder to start from; "" is the shipped tuned encoder
+
+
+def checkpoints(work: Path) -> list[Path]:
+    return sorted(work.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+
+
+def base_folder(work: Path, recipe: Recipe) -> Path:
+    """The starting point as a transformers folder: the encoder's first ``layers`` layers (fp32) and
+    MiniLM's tokenizer, with an untrained one-logit head added by the cross-encoder."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from rulesage.embed import TUNED_DIR, package_model_dir
+
+    folder = work / "base"
+    if (folder / "config.json").is_file():
+        return folder
+    model = AutoModel.from_pretrained(recipe.base or str(TUNED_DIR), torch_dtype=torch.float32)
+    model.encoder.layer = model.encoder.layer[: recipe.layers]
+    model.config.num_hidden_layers = recipe.layers
+    model.save_pretrained(str(folder))
+    AutoTokenizer.from_pretrained(str(package_model_dir())).save_pretrained(str(folder))
+    return folder
+
+
+def reader_model(base: Path, max_tokens: int) -> Any:
+    """The cross-encoder: the encoder over the pair, its token states mean-pooled, one linear score.
+
+    Mean pooling, not BERT's [CLS] pooler: the search encoder was tuned through mean pooling, and its
+    [CLS] state barely varies between inputs (std 0.0014 against 0.51 for a word's state), so a [CLS]
+    classifier starts blind. A run with one stayed at the loss of a uniform guess (ln 8) for 59 steps;
+    over the mean, the score starts from what the bi-encoder already knows."""
+    import torch
+    from sentence_transformers.base.modules import Dense, Transformer
+    from sentence_transformers.cross_encoder import CrossEncoder
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    encoder = Transformer(str(base), transformer_task="feature-extraction", max_seq_length=max_tokens)
+    pooling = Pooling(encoder.get_embedding_dimension(), "mean")
+    score = Dense(
+        encoder.get_embedding_dimension(),
+        1,
+        activation_function=torch.nn.Identity(),
+        module_output_name="scores",
+    )
+    return CrossEncoder(modules=[encoder, pooling, score], device="cpu")
+
+
+def train(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]:
+    """Train on data/train.jsonl; returns the final model folder and the run's log (steps, losses, time)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import torch
+    from datasets import load_dataset
+    from sentence_transformers.cross_encoder import (
+        CrossEncoderTrainer,
+        CrossEncoderTrainingArguments,
+    )
+    from sentence_transformers.cross_encoder.losses import MultipleNegativesRankingLoss
+    from transformers import TrainerCallback
+
+    torch.set_num_threads(recipe.threads)
+    torch.manual_seed(recipe.seed)
+    model = reader_model(base_folder(work, recipe), recipe.max_tokens)
+    rows = load_dataset("json", data_files=str(data / "train.jsonl"), split="train")
+    loss = MultipleNegativesRankingLoss(model, num_negatives=recipe.in_batch)
+    args = CrossEncoderTrainingArguments(
+        output_dir=str(work),
+        num_train_epochs=recipe.epochs,
+        max_steps=recipe.max_steps,
+        per_device_train_batch_size=recipe.batch,
+        learning_rate=recipe.lr,
+        warmup_ratio=recipe.warmup,
+        lr_scheduler_type="linear",
+        seed=recipe.seed,
+        data_seed=recipe.seed,
+        save_strategy="steps",
+        save_steps=recipe.save_steps,
+        save_total_limit=2,
+        logging_steps=1,
+        report_to="none",
+        use_cpu=True,
+        dataloader_num_workers=0,
+    )
+    started = time.perf_counter()
+    wall_file = work / "wall.json"
+    resume = bool(checkpoints(work))
+    before = json.loads(wall_file.read_text())["seconds"] if resume and wall_file.is_file() else 0.0
+
+    def wall() -> float:
+        return before + time.perf_counter() - started
+
+    class Timing(TrainerCallback):  # type: ignore[misc]
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            if logs and "loss" in logs:
+                log.info(
+                    "step %d/%d loss %.4f (%.1f s since start)",
+                    state.global_step,
+                    state.max_steps,
+                    logs["loss"],
+                    time.perf_counter() - started,
+                )
+            wall_file.write_text(json.dumps({"seconds": round(wall(), 1), "step": state.global_step}))
+
+    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=rows, loss=loss, callbacks=[Timing()])
+    result = trainer.train(resume_from_checkpoint=True if resume else None)
+    final = work / "final"
+    model.save_pretrained(str(final))
+    run = {
+        "recipe": asdict(recipe),
+        "rows": len(rows),
+        "steps": int(result.global_step),
+        "train_loss": float(result.training_loss),
+        "seconds_this_run": round(time.perf_counter() - started, 1),
+        "wall_minutes": round(wall() / 60, 1),
+        "resumed": resume,
+        "losses": [{"step": e["step"], "loss": e["loss"]} for e in trainer.state.log_history if "loss" in e],
+    }
+    (work / "run.json").write_text(json.dumps(run, indent=1) + "\n")
+    return final, run
