@@ -95,3 +95,60 @@ def test_the_reader_recipe_takes_its_options_from_the_command_line() -> None:
     args = parse(["--max-steps", "200", "--lr", "1e-4", "--layers", "3"])
     assert (args.max_steps, args.lr, args.layers, args.batch, args.seed) == (200, 1e-4, 3, 16, 12)
     assert args.base == ""  # the shipped search encoder
+
+
+def test_a_shipped_reader_is_chosen_by_default_and_its_card_is_written_from_the_run(
+    tiny_base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from services.rerank import choice
+    from services.rerank.cross import reader_config
+    from training.reader.ship import ship
+
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    for name in ("model.safetensors", "config.json"):
+        (staged / name).write_bytes((tiny_base / name).read_bytes())
+    (staged / "reader.json").write_text(
+        json.dumps({"max_tokens": 64, "score": {"weight": [0.1] * 32, "bias": 0}})
+    )
+    cell = {"recall_at_8": 0.9, "mrr_at_10": 0.64}
+    run = {
+        "recipe": {
+            "layers": 1,
+            "in_batch": 2,
+            "batch": 16,
+            "lr": 1e-4,
+            "warmup": 0.05,
+            "max_tokens": 64,
+            "seed": 12,
+            "threads": 2,
+        },
+        "steps": 2,
+        "rows": 4,
+        "train_loss": 1.5,
+        "wall_minutes": 0.1,
+        "machine": "2 CPUs",
+        "command": "rulesage train reader --max-steps 2",
+        "data": {
+            "questions_read": 4,
+            "outcomes": {"dropped-eval-overlap": 1},
+            "rows": {"train": 4, "val": 0},
+            "negatives_per_row": 5,
+            "negative_depth": 12,
+            "space": "tuned",
+            "sha256": {"train": "a" * 64, "val": "b" * 64},
+        },
+        "held_out": {"questions": 3, "seconds": 1.0, "fused": cell, "reader": {"top16/prior0.5": cell}},
+        "depth": 16,
+        "fused_prior": 0.5,
+    }
+    out = tmp_path / "reader"
+    shipped = ship(staged, out, run)
+    assert (reader_config(out)["depth"], reader_config(out)["fused_prior"]) == (16, 0.5)
+    card = (out / "MODEL_CARD.md").read_text()
+    assert shipped["sha256"] in card and "rulesage train reader --max-steps 2" in card
+    assert "| **reader, top16, prior0.5** | 0.900 | 0.640 |" in card and "<!-- figures:reader -->" in card
+    # shipped where the service looks, it is the default; the head stays one setting away
+    monkeypatch.setattr(choice, "READER_DIR", out)
+    assert choice.chosen_model("") == out
+    assert choice.chosen_model("head") == choice.MODEL_FILE

