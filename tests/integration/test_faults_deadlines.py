@@ -286,6 +286,7 @@ def test_fusion_returns_before_its_callers_deadline_when_the_arms_hang(
 class SlowScorer:
     identity = "slow-test-scorer"
     prior = 0.0  # no blending with the fused order
+    reads_headings = False
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
