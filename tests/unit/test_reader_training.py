@@ -54,8 +54,9 @@ def test_a_run_trains_resumes_and_ships_what_it_trained(tiny_base: Path, tmp_pat
 
     from services.rerank.cross import CrossScorer, is_reader
     from services.rerank.scorer import RuntimeOptions
-    from training.reader.recipe import Recipe, checkpoints, train
+    from training.reader.recipe import Recipe, train
     from training.reader.ship import stage
+    from training.runs import checkpoints
 
     data, work = rows(tmp_path / "data"), tmp_path / "run"
     recipe = Recipe(

@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from training.runs import train_resumably
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +36,6 @@ class Recipe:
     save_steps: int = 25
     max_steps: int = -1  # > 0: stop there (a timing run)
     base: str = ""  # a transformers folder with the encoder to start from; "" is the shipped tuned encoder
-
-
-def checkpoints(work: Path) -> list[Path]:
-    return sorted(work.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
 
 
 def base_folder(work: Path, recipe: Recipe) -> Path:
@@ -94,7 +91,6 @@ def train(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]
         CrossEncoderTrainingArguments,
     )
     from sentence_transformers.cross_encoder.losses import MultipleNegativesRankingLoss
-    from transformers import TrainerCallback
 
     torch.set_num_threads(recipe.threads)
     torch.manual_seed(recipe.seed)
@@ -119,39 +115,10 @@ def train(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]
         use_cpu=True,
         dataloader_num_workers=0,
     )
-    started = time.perf_counter()
-    wall_file = work / "wall.json"
-    resume = bool(checkpoints(work))
-    before = json.loads(wall_file.read_text())["seconds"] if resume and wall_file.is_file() else 0.0
-
-    def wall() -> float:
-        return before + time.perf_counter() - started
-
-    class Timing(TrainerCallback):  # type: ignore[misc]
-        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
-            if logs and "loss" in logs:
-                log.info(
-                    "step %d/%d loss %.4f (%.1f s since start)",
-                    state.global_step,
-                    state.max_steps,
-                    logs["loss"],
-                    time.perf_counter() - started,
-                )
-            wall_file.write_text(json.dumps({"seconds": round(wall(), 1), "step": state.global_step}))
-
-    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=rows, loss=loss, callbacks=[Timing()])
-    result = trainer.train(resume_from_checkpoint=True if resume else None)
+    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=rows, loss=loss)
+    record = train_resumably(trainer, work)
     final = work / "final"
     model.save_pretrained(str(final))
-    run = {
-        "recipe": asdict(recipe),
-        "rows": len(rows),
-        "steps": int(result.global_step),
-        "train_loss": float(result.training_loss),
-        "seconds_this_run": round(time.perf_counter() - started, 1),
-        "wall_minutes": round(wall() / 60, 1),
-        "resumed": resume,
-        "losses": [{"step": e["step"], "loss": e["loss"]} for e in trainer.state.log_history if "loss" in e],
-    }
+    run = {"recipe": asdict(recipe), "rows": len(rows), **record}
     (work / "run.json").write_text(json.dumps(run, indent=1) + "\n")
     return final, run
