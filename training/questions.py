@@ -74,6 +74,7 @@ class Group:
     split: str  # 'train' | 'val'
     supporters: set[int] = field(default_factory=set)
     pool: list[int] = field(default_factory=list)  # the stand-in election's top candidates, best first
+    public: bool = False  # a real player's post (a URL source) rather than a written question
 
 
 def load_questions(pattern: str, silent: bool = False) -> list[Question]:
@@ -300,6 +301,6 @@ def build_groups(
             counts["too-few-negatives"] += 1
             continue
         split = split_of(q, val_share) if q.source == "questions" else "train"
-        groups.append(Group(q.question, fam, pos, chosen, q.source, split, supporters, fused))
+        groups.append(Group(q.question, fam, pos, chosen, q.source, split, supporters, fused, q.public_post))
         counts[f"{q.source}-{split}"] += 1
     return groups, counts, indexes

@@ -1,11 +1,12 @@
-"""Which model the careful reader serves: RULESAGE_RERANK_MODEL resolved to the cross reader, the head or the
-interim cosine, and loaded."""
+"""Which model the careful reader serves: RULESAGE_RERANK_MODEL resolved to the cross reader (alone or blended
+with the head, as its reader.json says), the head or the interim cosine, and loaded."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
+from services.rerank.blend import BlendScorer
 from services.rerank.cross import READER_DIR, CrossScorer, is_reader
 from services.rerank.scorer import MODEL_FILE, CosineScorer, RuntimeOptions, Scorer, TrainedScorer
 
@@ -40,5 +41,12 @@ def load_scorer(opts: RuntimeOptions, model: str = "") -> Scorer:
             log.warning("no trained reranker shipped: scoring with the interim bi-encoder cosine")
         return CosineScorer(opts)
     if is_reader(path):
-        return CrossScorer(path, opts)
+        reader = CrossScorer(path, opts)
+        if not reader.head_share:
+            return reader
+        if not MODEL_FILE.is_file():  # fail fast: a blend without its head is not the model measured
+            raise FileNotFoundError(
+                f"the cross reader in {path} blends with the head, and no head is shipped at {MODEL_FILE}"
+            )
+        return BlendScorer(TrainedScorer(MODEL_FILE, opts), reader, reader.head_share)
     return TrainedScorer(path, opts)

@@ -98,6 +98,8 @@ class CrossScorer:
         cfg = reader_config(folder)
         self.depth = int(cfg.get("depth", DEFAULT_DEPTH))
         self.prior = float(cfg.get("fused_prior", 0.0))
+        # > 0: the head's order is fused with this reader's at that weight (services/rerank/blend.py)
+        self.head_share = float(cfg.get("head_share", 0.0))
         self.max_tokens = min(opts.max_tokens, int(cfg.get("max_tokens", opts.max_tokens)))
         self.batch = opts.batch
         graph = export_graph(folder, models)

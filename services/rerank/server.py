@@ -26,6 +26,7 @@ from rulesage.core.deal import KEEP, deal
 from rulesage.core.questions import clean_question
 from rulesage.v1 import common_pb2, rerank_pb2, rerank_pb2_grpc
 from services.rerank import states
+from services.rerank.blend import BlendScorer
 from services.rerank.choice import load_scorer
 from services.rerank.guarantees import Candidate, select
 from services.rerank.scorer import RuntimeOptions, Scorer, TrainedScorer
@@ -46,6 +47,15 @@ class Reading:
     drawn: dict[int, np.ndarray] = field(default_factory=dict)
 
 
+def _head_scores(
+    head: TrainedScorer, question: str, texts: list[str], stored: Sequence[np.ndarray | None] | None
+) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """The head's raw scores, from the stored window states where they are usable (the rest encoded and
+    returned, to be stored)."""
+    windows, drawn = head.fill_states(texts, stored)
+    return head.score_and_cosine(question, texts, windows)[0], drawn
+
+
 def read(
     scorer: Scorer,
     question: str,
@@ -56,19 +66,23 @@ def read(
 ) -> Reading:
     """Score, blend with the fused order, apply the guarantees and deal. ``stored``: the candidates' window
     states read from the database (None where missing); a scorer that reads states encodes the rest."""
-    if scorer.reads_headings:
-        texts = [reader_text(c.heading_path, c.text) for c in candidates]
-    else:
-        texts = [c.text for c in candidates]
     drawn: dict[int, np.ndarray] = {}
-    if isinstance(scorer, TrainedScorer):
-        windows, drawn = scorer.fill_states(texts, stored)
-        raw = scorer.score_and_cosine(question, texts, windows)[0]
+    if isinstance(scorer, BlendScorer):
+        head_raw, drawn = _head_scores(scorer.head, question, [c.text for c in candidates], stored)
+        read_raw = scorer.reader.score(question, [reader_text(c.heading_path, c.text) for c in candidates])
+        scores = [float(s) for s in scorer.combine(head_raw, read_raw)]
     else:
-        raw = scorer.score(question, texts)
-    scores = [float(s) for s in raw]
-    if scorer.prior:  # blend with the election's order (candidates arrive best first)
-        scores = [s - scorer.prior * math.log1p(i) for i, s in enumerate(scores)]
+        if scorer.reads_headings:
+            texts = [reader_text(c.heading_path, c.text) for c in candidates]
+        else:
+            texts = [c.text for c in candidates]
+        if isinstance(scorer, TrainedScorer):
+            raw, drawn = _head_scores(scorer, question, texts, stored)
+        else:
+            raw = scorer.score(question, texts)
+        scores = [float(s) for s in raw]
+        if scorer.prior:  # blend with the election's order (candidates arrive best first)
+            scores = [s - scorer.prior * math.log1p(i) for i, s in enumerate(scores)]
     sel = select([Candidate(c.doc_kind, c.game) for c in candidates], scores, game, keep or KEEP)
     return Reading(scores=scores, dealt=deal(sel.kept), fired=sel.fired, drawn=drawn)
 
@@ -136,7 +150,7 @@ class RerankServicer(rerank_pb2_grpc.RerankerServicer):
             )
         timings = telemetry.Timings("rerank")
         t0 = time.perf_counter()
-        key = scorer.states_key if isinstance(scorer, TrainedScorer) else ""
+        key = scorer.states_key if isinstance(scorer, TrainedScorer | BlendScorer) else ""
         try:
             async with self.gate.slot():
                 timings.add("rerank.queue", (time.perf_counter() - t0) * 1000.0)

@@ -41,7 +41,7 @@ def rows(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     lines = []
     for i in range(4):
-        row = {"question": f"{QUESTION} ({i})", "positive": TEXTS[0]}
+        row = {"question": f"{QUESTION} ({i})", "public": i == 0, "positive": TEXTS[0]}
         row.update({f"negative_{n}": TEXTS[n] for n in range(1, 6)})
         lines.append(json.dumps(row))
     (folder / "train.jsonl").write_text("\n".join(lines) + "\n")
@@ -88,6 +88,21 @@ def test_a_run_trains_resumes_and_ships_what_it_trained(tiny_base: Path, tmp_pat
     got = CrossScorer(staged, RuntimeOptions(threads=1), tmp_path / "models").read(QUESTION, TEXTS)
     assert np.allclose(got, want, atol=2e-2)  # fp16 weights shipped, fp32 computed
     assert list(np.argsort(-got)) == list(np.argsort(-want))
+
+
+def test_real_posts_are_repeated_and_only_the_loss_columns_are_trained_on(tmp_path: Path) -> None:
+    from datasets import load_dataset
+
+    from training.reader.recipe import Recipe, weighted_rows
+
+    data = rows(tmp_path / "data")
+    loaded = load_dataset("json", data_files=str(data / "train.jsonl"), split="train")
+    once = weighted_rows(loaded, Recipe())
+    assert len(once) == 4 and once.column_names[:2] == ["question", "positive"]
+    assert "public" not in once.column_names and once.column_names[-1] == "negative_5"
+    thrice = weighted_rows(loaded, Recipe(public_repeat=3))
+    assert len(thrice) == 6 and "public" not in thrice.column_names
+    assert sorted(thrice["question"]).count(f"{QUESTION} (0)") == 3  # the one real post, three times
 
 
 def test_the_reader_recipe_takes_its_options_from_the_command_line() -> None:

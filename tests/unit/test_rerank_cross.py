@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 from rulesage.v1 import common_pb2
+from services.rerank import choice
+from services.rerank.blend import BlendScorer, blend, on_scale, ranks, with_prior
 from services.rerank.choice import chosen_model, load_scorer
 from services.rerank.cross import BELOW, CrossScorer, PairTokens, is_reader
 from services.rerank.scorer import MODEL_FILE, RuntimeOptions
@@ -161,6 +163,80 @@ def test_the_held_out_order_figures_and_the_choice() -> None:
         }
     }
     # the best is read at 40; 24 comes within half a point at a little over half the cost
-    assert choose(figures) == (24, 0.5)
+    assert choose(figures) == (24, 0.5, 0.0)
     figures["reader"]["top16/prior1"]["mrr_at_10"] = 0.643
-    assert choose(figures) == (16, 1.0)
+    assert choose(figures) == (16, 1.0, 0.0)
+    # a blend with the head's order competes with the reader alone at each depth
+    figures["blend"] = {
+        "top16/prior1/head0.5": {"recall_at_8": 0.91, "mrr_at_10": 0.660},
+        "top16/prior0/head0.25": {"recall_at_8": 0.91, "mrr_at_10": 0.660},
+        "top24/prior1/head0.5": {"recall_at_8": 0.91, "mrr_at_10": 0.664},
+    }
+    assert choose(figures) == (16, 0.0, 0.25)  # a tie goes to the smaller prior, then the smaller share
+
+
+def test_a_blend_fuses_the_two_orders_by_rank_never_by_score() -> None:
+    head = np.array([10.0, 9.0, 1.0, 0.0])
+    reader = np.array([0.1, 5.0, 4.0, -3.0])
+    assert ranks(reader).tolist() == [3, 1, 2, 4]
+    want = [
+        s / (60 + h) + (1 - s) / (60 + r)
+        for s in (0.5,)
+        for h, r in zip([1, 2, 3, 4], [3, 1, 2, 4], strict=True)
+    ]
+    assert np.allclose(blend(head, reader, 0.5), want)
+    assert np.argsort(-blend(head, reader, 0.5)).tolist() == [1, 0, 2, 3]
+    assert np.argsort(-blend(head, reader, 0.25), kind="stable").tolist() == [1, 2, 0, 3]
+    # only ranks count: rescaling either model changes nothing
+    assert np.array_equal(blend(head, reader, 0.5), blend(head * 1e3 - 7, reader / 9, 0.5))
+    with pytest.raises(ValueError):
+        blend(head, reader[:3], 0.5)
+    with pytest.raises(ValueError):
+        blend(head, reader, 1.5)
+
+
+def test_the_blended_order_is_served_on_the_heads_scale() -> None:
+    head, order = np.array([2.5, 1.0, -0.5, -4.0]), np.array([0.01, 0.03, 0.02, 0.0])
+    got = on_scale(order, head)
+    assert sorted(got.tolist()) == sorted(np.float32(head).tolist())  # the head's values, re-dealt
+    assert np.argsort(-got).tolist() == np.argsort(-order).tolist() == [1, 2, 0, 3]
+    assert np.allclose(with_prior(np.array([1.0, 1.0]), 2.0), [1.0, 1.0 - 2.0 * math.log(2)])
+
+
+@pytest.fixture()
+def blended_reader(tiny_reader: Path, tmp_path: Path) -> Path:
+    """The tiny reader, its reader.json asking for a blend with the shipped head."""
+    import shutil
+
+    folder = tmp_path / "blended"
+    shutil.copytree(tiny_reader, folder)
+    cfg = json.loads((folder / "reader.json").read_text())
+    (folder / "reader.json").write_text(json.dumps({**cfg, "head_share": 0.5}))
+    return folder
+
+
+@pytest.mark.skipif(not MODEL_FILE.exists(), reason="no head shipped")
+def test_the_servicer_gives_each_model_what_it_reads_and_serves_the_blend(blended_reader: Path) -> None:
+    scorer = load_scorer(RuntimeOptions(threads=1, batch=3), str(blended_reader))
+    assert isinstance(scorer, BlendScorer) and "+rrf(head 0.5" in scorer.identity
+    candidates = [
+        common_pb2.Passage(
+            id=i, text=t, doc_key="cr", doc_kind="rulebook", game="mtg", heading_path=["7. Rules", f"70{i}"]
+        )
+        for i, t in enumerate(TEXTS)
+    ]
+    got = read(scorer, QUESTION, "mtg", candidates, keep=8)
+    head = scorer.head.score(QUESTION, TEXTS)  # the head reads windows
+    reader = scorer.reader.score(QUESTION, [reader_text(c.heading_path, c.text) for c in candidates])
+    assert np.allclose(got.scores, scorer.combine(head, reader), atol=1e-4)
+    order = blend(with_prior(head, scorer.head.prior), with_prior(reader, scorer.reader.prior), 0.5)
+    assert np.argsort(-np.asarray(got.scores)).tolist() == np.argsort(-order, kind="stable").tolist()
+    assert set(got.drawn) == set(range(len(TEXTS)))  # the head's window states, drawn to be stored
+
+
+def test_a_blend_without_its_head_fails_fast(
+    blended_reader: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(choice, "MODEL_FILE", tmp_path / "no-head.onnx")
+    with pytest.raises(FileNotFoundError, match="blends with the head"):
+        load_scorer(RuntimeOptions(threads=1), str(blended_reader))

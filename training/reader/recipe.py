@@ -36,6 +36,7 @@ class Recipe:
     save_steps: int = 25
     max_steps: int = -1  # > 0: stop there (a timing run)
     base: str = ""  # a transformers folder with the encoder to start from; "" is the shipped tuned encoder
+    public_repeat: int = 1  # each real player's post is seen this many times an epoch (written rows once)
 
 
 def base_folder(work: Path, recipe: Recipe) -> Path:
@@ -80,6 +81,22 @@ def reader_model(base: Path, max_tokens: int) -> Any:
     return CrossEncoder(modules=[encoder, pooling, score], device="cpu")
 
 
+def weighted_rows(rows: Any, recipe: Recipe) -> Any:
+    """The loss's columns only (question, positive, negatives), each real post repeated ``public_repeat``
+    times: real posts are what the product is measured on, and a few hundred of them sit among thousands
+    of written questions."""
+    from datasets import concatenate_datasets
+
+    if "public" not in rows.column_names:
+        return rows
+    if recipe.public_repeat > 1:
+        public = rows.filter(lambda r: bool(r["public"]))
+        if len(public):
+            rows = concatenate_datasets([rows] + [public] * (recipe.public_repeat - 1))
+            rows = rows.shuffle(seed=recipe.seed)
+    return rows.remove_columns("public")
+
+
 def train(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]:
     """Train on data/train.jsonl; returns the final model folder and the run's log (steps, losses, time)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -95,7 +112,7 @@ def train(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]
     torch.set_num_threads(recipe.threads)
     torch.manual_seed(recipe.seed)
     model = reader_model(base_folder(work, recipe), recipe.max_tokens)
-    rows = load_dataset("json", data_files=str(data / "train.jsonl"), split="train")
+    rows = weighted_rows(load_dataset("json", data_files=str(data / "train.jsonl"), split="train"), recipe)
     loss = MultipleNegativesRankingLoss(model, num_negatives=recipe.in_batch)
     args = CrossEncoderTrainingArguments(
         output_dir=str(work),

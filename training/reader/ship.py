@@ -54,25 +54,43 @@ def card_text(run: dict[str, Any], figures_path: Path = FIGURES) -> str:
     r, d, held = run["recipe"], run["data"], run["held_out"]
     dropped = d["outcomes"].get("dropped-eval-overlap", 0)
     other = {k: v for k, v in d["outcomes"].items() if k != "dropped-eval-overlap"}
-    chosen = f"top{run['depth']}/prior{run['fused_prior']:g}"
-    fused = held["fused"]
+    share = float(run.get("head_share", 0.0))
+    chosen = f"top{run['depth']}/prior{run['fused_prior']:g}" + (f"/head{share:g}" if share else "")
+    public = held.get("public", {"questions": 0, "figures": {}})
     rows = [
-        "| order | R@8 | MRR@10 |",
-        "|---|---|---|",
-        f"| fused (the stand-in election) | {fused['recall_at_8']:.3f} | {fused['mrr_at_10']:.3f} |",
+        f"| order | R@8 | MRR@10 | real posts ({public['questions']}): R@8 | MRR@10 |",
+        "|---|---|---|---|---|",
     ]
-    for key, fig in held["reader"].items():
+
+    def row(name: str, key: str, fig: dict[str, float]) -> None:
         mark = "**" if key == chosen else ""
-        name = f"{mark}reader, {key.replace('/', ', ')}{mark}"
-        rows.append(f"| {name} | {fig['recall_at_8']:.3f} | {fig['mrr_at_10']:.3f} |")
+        pub = public["figures"].get(key)
+        tail = f"{pub['recall_at_8']:.3f} | {pub['mrr_at_10']:.3f}" if pub else "– | –"
+        rows.append(f"| {mark}{name}{mark} | {fig['recall_at_8']:.3f} | {fig['mrr_at_10']:.3f} | {tail} |")
+
+    row("fused (the stand-in election)", "fused", held["fused"])
+    if "head" in held:
+        row("the head (services/rerank/model/reranker-int8.onnx)", "head", held["head"])
+    for key, fig in held["reader"].items():
+        row(f"reader, {key.replace('/', ', ')}", key, fig)
+    at = f"top{run['depth']}/prior{run['fused_prior']:g}/"
+    for key, fig in held.get("blend", {}).items():  # the blends at the chosen depth and prior
+        if key.startswith(at):
+            row(f"reader, {key.replace('/', ', ')} (RRF with the head's order)", key, fig)
     mb = run["bytes"] / 1e6
     lines = [
         "# the cross reader",
         "",
         "A true cross-encoder: the question and a candidate (its two nearest headings, then its",
         f"1,200-character window) read together by the tuned search encoder's first {r['layers']} layers,",
-        f"one logit out. It reads the fused order's first {run['depth']} candidates; the service serves",
+        f"one logit out. It reads the fused order's first {run['depth']} candidates; its order is",
         f"`logit - {run['fused_prior']:g} · ln(1 + fused position)`, the rest keeping the fused order below.",
+        (
+            f"The service fuses that order with the head's by rank (RRF, k = 60, the head's share {share:g};"
+            " services/rerank/blend.py) and serves the head's scores re-dealt to the blended order."
+            if share
+            else "The service serves that order alone."
+        ),
         "Written by the run that trained it; the whole-shelf figures come from rulesage/eval/figures.json.",
         "",
         f"- Rebuild: `{run['command']}`",
@@ -106,7 +124,9 @@ def card_text(run: dict[str, Any], figures_path: Path = FIGURES) -> str:
         "## The read depth and the prior, chosen on held-out questions",
         "",
         f"{held['questions']} held-out training questions (never an evaluation set), the stand-in election's",
-        f"top 40, read by the served graph ({held['seconds']:.0f} s); chosen by MRR@10: **{chosen}**.",
+        f"top 40, read by the served graph ({held['seconds']:.0f} s); chosen by MRR@10 over all of them, the",
+        f"shallowest depth within half a point of the best: **{chosen}**. Real players' posts among them are",
+        "reported apart; the choice does not look at them alone.",
         "",
         *rows,
         "",
@@ -130,6 +150,7 @@ def ship(staged: Path, out: Path, run: dict[str, Any]) -> dict[str, Any]:
     reader = {
         "depth": run["depth"],
         "fused_prior": run["fused_prior"],
+        "head_share": run.get("head_share", 0.0),
         **json.loads((staged / "reader.json").read_text()),
     }
     (out / "reader.json").write_text(json.dumps(reader) + "\n")
