@@ -29,6 +29,7 @@ from rulesage import db  # noqa: E402
 from rulesage.embed import shared_embedder  # noqa: E402
 from rulesage.v1 import common_pb2  # noqa: E402
 from services.rerank import states  # noqa: E402
+from services.rerank.blend import BlendScorer  # noqa: E402
 from services.rerank.choice import load_scorer  # noqa: E402
 from services.rerank.scorer import RuntimeOptions, Tokens, TrainedScorer, pad  # noqa: E402
 from services.rerank.server import read  # noqa: E402
@@ -46,6 +47,8 @@ def forward_cost(scorer, opts: RuntimeOptions, rows: int, tokens: int, repeats: 
     ids = [[101, *([2000] * (tokens - 2)), 102] for _ in range(rows)]
     x, m = pad(ids)
     feeds = {"input_ids": x, "attention_mask": m, "token_type_ids": np.zeros_like(x)}
+    if isinstance(scorer, BlendScorer):  # the blend's cost is the reader's passes (the head reads states)
+        scorer = scorer.reader
     enc = scorer.encoder if isinstance(scorer, TrainedScorer) else scorer.session
 
     def once() -> None:
@@ -64,6 +67,8 @@ def forward_cost(scorer, opts: RuntimeOptions, rows: int, tokens: int, repeats: 
 
 def stored_states(conn, scorer, cands: list) -> list:  # type: ignore[no-untyped-def]
     """The candidates' window states as the service reads them (None where none are stored)."""
+    if isinstance(scorer, BlendScorer):  # the head of a blend reads the stored states
+        scorer = scorer.head
     if not isinstance(scorer, TrainedScorer):
         return [None] * len(cands)
     rows = conn.execute(states.FETCH_SQL, ([c.id for c in cands],)).fetchall()

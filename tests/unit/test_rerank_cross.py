@@ -18,7 +18,7 @@ from services.rerank.cross import BELOW, CrossScorer, PairTokens, is_reader
 from services.rerank.scorer import MODEL_FILE, RuntimeOptions
 from services.rerank.server import read
 from services.rerank.window import WINDOW_CHARS, reader_text, window
-from training.reader.measure import choose, order_figures
+from training.reader.measure import beats_head, choose, order_figures
 
 QUESTION = "If my creature's toughness drops to zero from a -4/-4 effect, when does it die?"
 TEXTS = [
@@ -173,6 +173,13 @@ def test_the_held_out_order_figures_and_the_choice() -> None:
         "top24/prior1/head0.5": {"recall_at_8": 0.91, "mrr_at_10": 0.664},
     }
     assert choose(figures) == (16, 0.0, 0.25)  # a tie goes to the smaller prior, then the smaller share
+    # a reader ships only when it orders the held-out questions better than the head alone
+    chosen = figures["blend"]["top16/prior0/head0.25"]
+    assert beats_head(figures, chosen)  # the head was not measured
+    figures["head"] = {"recall_at_8": 0.93, "mrr_at_10": 0.660}
+    assert not beats_head(figures, chosen)  # a tie on MRR@10, more recall@8: the head
+    figures["head"]["recall_at_8"] = 0.90
+    assert beats_head(figures, chosen)
 
 
 def test_a_blend_fuses_the_two_orders_by_rank_never_by_score() -> None:

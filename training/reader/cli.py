@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         held["seconds"] = round(time.perf_counter() - started, 1)
         held["weights"] = weights
         held_path.write_text(json.dumps(held, indent=1) + "\n")
-    from training.reader.measure import choose
+    from training.reader.measure import beats_head, choose
 
     depth, prior, head_share = choose(held)
     cell = f"top{depth}/prior{prior:g}" + (f"/head{head_share:g}" if head_share else "")
@@ -113,11 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     log.info("held out: fused %s, head %s; chosen %s: %s", held["fused"], held.get("head"), cell, chosen)
     if args.no_ship:
         return 0
-    head_alone = held.get("head")
-    if head_alone and (head_alone["mrr_at_10"], head_alone["recall_at_8"]) >= (
-        chosen["mrr_at_10"],
-        chosen["recall_at_8"],
-    ):
+    if not beats_head(held, chosen):
         # shipping would make the served default (the reader replaces the head) worse on held-out questions
         log.warning("the head alone orders the held-out questions at least as well: nothing shipped")
         return 0

@@ -116,3 +116,12 @@ def choose(figures: dict[str, Any]) -> tuple[int, float, float]:
         if fig["mrr_at_10"] >= best - TOLERANCE:
             return depth, prior, share
     raise AssertionError("unreachable: the best cell's depth qualifies")
+
+
+def beats_head(figures: dict[str, Any], chosen: dict[str, float]) -> bool:
+    """Whether the chosen cell orders the held-out questions better than the shipped head alone (MRR@10,
+    then recall@8); True when the head was not measured."""
+    head = figures.get("head")
+    if not head:
+        return True
+    return (chosen["mrr_at_10"], chosen["recall_at_8"]) > (head["mrr_at_10"], head["recall_at_8"])

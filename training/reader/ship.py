@@ -104,6 +104,8 @@ def card_text(run: dict[str, Any], figures_path: Path = FIGURES) -> str:
         f"  CrossEncoderTrainer, batches of {r['batch']} questions, lr {r['lr']}, warm-up {r['warmup']:.0%},",
         f"  linear decay, {r['max_tokens']} word pieces cut longest-first, seed {r['seed']},"
         f" {r['threads']} CPU threads.",
+        f"- Real players' posts: {d['outcomes'].get('provenance-public-qa', 0)} of the questions read, each"
+        f" row of one seen {r.get('public_repeat', 1)} time(s) an epoch (written rows once).",
         f"- Steps: {run['steps']} ({run['steps'] * r['batch']} rows of {run['rows']}), final training loss"
         f" {run['train_loss']:.4f}; wall time {run['wall_minutes']:.1f} min on {run['machine']}.",
         "",
