@@ -13,22 +13,14 @@ held-out training questions (training/reader/measure.py) and shipped in reader.j
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from services.rerank.cross import CrossScorer
-from services.rerank.scorer import TrainedScorer
+from services.rerank.scorer import TrainedScorer, with_prior
 
 K = 60  # as the fuser's RRF
-
-
-def with_prior(scores: np.ndarray, prior: float) -> np.ndarray:
-    """A model's served score: its raw score less ``prior · ln(1 + fused position)``."""
-    if not prior:
-        return np.asarray(scores, dtype=np.float64)
-    return np.asarray([float(s) - prior * math.log1p(i) for i, s in enumerate(scores)], dtype=np.float64)
 
 
 def ranks(scores: np.ndarray) -> np.ndarray:

@@ -69,6 +69,14 @@ def is_reader(path: Path) -> bool:
     return path.is_dir() and (path / "model.safetensors").is_file() and "score" in reader_config(path)
 
 
+def below_depth(read: np.ndarray, total: int) -> np.ndarray:
+    """Scores of all ``total`` candidates from the logits of the first ``len(read)``: the candidates past
+    the read depth sit below the lowest one read, in their fused order."""
+    floor = float(read.min()) - BELOW
+    tail = floor - np.arange(total - len(read), dtype=np.float32)
+    return np.concatenate([read, tail]).astype(np.float32)
+
+
 class PairTokens:
     """MiniLM word pieces of (question, candidate) pairs: [CLS] q [SEP] c [SEP] with segment ids, cut
     longest-first to ``max_tokens`` exactly as the training tokenizer cut them."""
@@ -124,8 +132,4 @@ class CrossScorer:
         """Candidates arrive best first (the fused order) as the reader reads them (headings + window)."""
         if not passages:
             return np.zeros(0, dtype=np.float32)
-        read = self.read(question, passages[: self.depth])
-        rest = len(passages) - len(read)
-        floor = float(read.min()) - BELOW
-        tail = floor - np.arange(rest, dtype=np.float32)  # past the depth: the fused order, below
-        return np.concatenate([read, tail]).astype(np.float32)
+        return below_depth(self.read(question, passages[: self.depth]), len(passages))

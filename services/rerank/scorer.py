@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,6 +47,14 @@ class Scorer(Protocol):
     def score(self, question: str, passages: Sequence[str]) -> np.ndarray:
         """One relevance score per passage (higher is better); each passage is read through its window."""
         ...
+
+
+def with_prior(scores: Sequence[float] | np.ndarray, prior: float) -> np.ndarray:
+    """A model's served score: its raw score less ``prior · ln(1 + fused position)`` (candidates arrive
+    best first)."""
+    if not prior:
+        return np.asarray(scores, dtype=np.float64)
+    return np.asarray([float(s) - prior * math.log1p(i) for i, s in enumerate(scores)], dtype=np.float64)
 
 
 @dataclass(frozen=True)

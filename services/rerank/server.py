@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from services.rerank import states
 from services.rerank.blend import BlendScorer
 from services.rerank.choice import load_scorer
 from services.rerank.guarantees import Candidate, select
-from services.rerank.scorer import RuntimeOptions, Scorer, TrainedScorer
+from services.rerank.scorer import RuntimeOptions, Scorer, TrainedScorer, with_prior
 from services.rerank.settings import RerankSettings
 from services.rerank.window import reader_text
 
@@ -56,6 +55,10 @@ def _head_scores(
     return head.score_and_cosine(question, texts, windows)[0], drawn
 
 
+def _headed(candidates: Sequence[common_pb2.Passage]) -> list[str]:
+    return [reader_text(c.heading_path, c.text) for c in candidates]
+
+
 def read(
     scorer: Scorer,
     question: str,
@@ -66,23 +69,19 @@ def read(
 ) -> Reading:
     """Score, blend with the fused order, apply the guarantees and deal. ``stored``: the candidates' window
     states read from the database (None where missing); a scorer that reads states encodes the rest."""
+    windows = [c.text for c in candidates]
     drawn: dict[int, np.ndarray] = {}
-    if isinstance(scorer, BlendScorer):
-        head_raw, drawn = _head_scores(scorer.head, question, [c.text for c in candidates], stored)
-        read_raw = scorer.reader.score(question, [reader_text(c.heading_path, c.text) for c in candidates])
-        scores = [float(s) for s in scorer.combine(head_raw, read_raw)]
+    if isinstance(scorer, BlendScorer):  # each model reads what it was trained on
+        head_raw, drawn = _head_scores(scorer.head, question, windows, stored)
+        served = scorer.combine(head_raw, scorer.reader.score(question, _headed(candidates)))
     else:
-        if scorer.reads_headings:
-            texts = [reader_text(c.heading_path, c.text) for c in candidates]
-        else:
-            texts = [c.text for c in candidates]
+        texts = _headed(candidates) if scorer.reads_headings else windows
         if isinstance(scorer, TrainedScorer):
             raw, drawn = _head_scores(scorer, question, texts, stored)
         else:
             raw = scorer.score(question, texts)
-        scores = [float(s) for s in raw]
-        if scorer.prior:  # blend with the election's order (candidates arrive best first)
-            scores = [s - scorer.prior * math.log1p(i) for i, s in enumerate(scores)]
+        served = with_prior(raw, scorer.prior)  # blend with the election's order
+    scores = [float(s) for s in served]
     sel = select([Candidate(c.doc_kind, c.game) for c in candidates], scores, game, keep or KEEP)
     return Reading(scores=scores, dealt=deal(sel.kept), fired=sel.fired, drawn=drawn)
 

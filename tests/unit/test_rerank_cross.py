@@ -12,10 +12,10 @@ import pytest
 
 from rulesage.v1 import common_pb2
 from services.rerank import choice
-from services.rerank.blend import BlendScorer, blend, on_scale, ranks, with_prior
+from services.rerank.blend import BlendScorer, blend, on_scale, ranks
 from services.rerank.choice import chosen_model, load_scorer
 from services.rerank.cross import BELOW, CrossScorer, PairTokens, is_reader
-from services.rerank.scorer import MODEL_FILE, RuntimeOptions
+from services.rerank.scorer import MODEL_FILE, RuntimeOptions, with_prior
 from services.rerank.server import read
 from services.rerank.window import WINDOW_CHARS, reader_text, window
 from training.reader.measure import beats_head, choose, order_figures

@@ -1,11 +1,11 @@
 """The cross reader's order on held-out questions: the val rows' pools (the stand-in election's top 40,
 labelled by which passages hold the quote), read by the served graph (the fp32 ONNX export), at each read
-depth and fused prior. The depth and the prior shipped are chosen here, never on an evaluation set."""
+depth and fused prior, beside the shipped head's order and their blends at each head share. The depth, the
+prior and the share shipped are chosen here, never on an evaluation set."""
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -31,20 +31,10 @@ def order_figures(scores: list[np.ndarray], labels: list[list[int]]) -> dict[str
 
 def _head_orders(head: Path, rows: list[dict[str, Any]], threads: int) -> list[np.ndarray]:
     """The head's served order over each pool's windows (its score less its own fused prior)."""
-    from services.rerank.blend import with_prior
-    from services.rerank.scorer import RuntimeOptions, TrainedScorer
+    from services.rerank.scorer import RuntimeOptions, TrainedScorer, with_prior
 
     scorer = TrainedScorer(head, RuntimeOptions(threads=threads))
     return [with_prior(scorer.score(r["question"], r["pool_windows"]), scorer.prior) for r in rows]
-
-
-def _reader_order(logits: np.ndarray, pool: int, depth: int, prior: float) -> np.ndarray:
-    """The reader's served order: its first ``depth`` logits less the prior, the rest of the pool below in
-    the fused order."""
-    top = [float(x) - prior * math.log1p(i) for i, x in enumerate(logits[:depth])]
-    floor = min(top) - 100.0
-    tail = [floor - i - prior * math.log1p(depth + i) for i in range(pool - depth)]
-    return np.asarray(top + tail, dtype=np.float32)
 
 
 def measure(model: Path, val: Path, limit: int, threads: int = 2, head: Path | None = None) -> dict[str, Any]:
@@ -54,8 +44,8 @@ def measure(model: Path, val: Path, limit: int, threads: int = 2, head: Path | N
     import tempfile
 
     from services.rerank.blend import blend
-    from services.rerank.cross import CrossScorer
-    from services.rerank.scorer import RuntimeOptions
+    from services.rerank.cross import CrossScorer, below_depth
+    from services.rerank.scorer import RuntimeOptions, with_prior
 
     rows = [json.loads(line) for line in val.read_text().splitlines() if line.strip()][:limit]
     rows = [r for r in rows if any(r["labels"])]
@@ -72,7 +62,11 @@ def measure(model: Path, val: Path, limit: int, threads: int = 2, head: Path | N
         cells["head"] = heads
     for depth in DEPTHS:
         for prior in PRIORS:
-            orders = [_reader_order(x, len(r["pool"]), depth, prior) for r, x in zip(rows, read, strict=True)]
+            # the reader's served order: its first ``depth`` logits, the rest below in the fused order
+            orders = [
+                with_prior(below_depth(x[:depth], len(r["pool"])), prior)
+                for r, x in zip(rows, read, strict=True)
+            ]
             cells[f"top{depth}/prior{prior:g}"] = orders
             for share in HEAD_SHARES if heads is not None else ():
                 cells[f"top{depth}/prior{prior:g}/head{share:g}"] = [
