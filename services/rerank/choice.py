@@ -6,8 +6,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from rulesage.pairs import is_pair_reader
 from services.rerank.blend import BlendScorer
-from services.rerank.cross import READER_DIR, CrossScorer, is_reader
+from services.rerank.cross import READER_DIR, CrossScorer
 from services.rerank.scorer import MODEL_FILE, CosineScorer, RuntimeOptions, Scorer, TrainedScorer
 
 log = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ def chosen_model(model: str = "") -> Path | None:
             raise FileNotFoundError(f"RULESAGE_RERANK_MODEL={model!r}: no such file or folder")
         return path
     for path in (READER_DIR, MODEL_FILE):
-        if is_reader(path) or path.is_file():
+        if is_pair_reader(path) or path.is_file():
             return path
     return None
 
@@ -40,7 +41,7 @@ def load_scorer(opts: RuntimeOptions, model: str = "") -> Scorer:
         if model != "interim":
             log.warning("no trained reranker shipped: scoring with the interim bi-encoder cosine")
         return CosineScorer(opts)
-    if is_reader(path):
+    if is_pair_reader(path):
         reader = CrossScorer(path, opts)
         if not reader.head_share:
             return reader

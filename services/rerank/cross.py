@@ -13,16 +13,19 @@ pass, and the election's top already holds nearly every answer. The rest keep th
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from services.rerank.scorer import RuntimeOptions, length_batches, pad, session
+from rulesage.pairs import (
+    PairTokens,
+    export_graph,
+    read_pairs,
+    reader_config,
+)
+from services.rerank.scorer import RuntimeOptions, session
 
 log = logging.getLogger(__name__)
 
@@ -32,68 +35,12 @@ DEFAULT_DEPTH = 24
 BELOW = 100.0
 
 
-def weights_sha(folder: Path) -> str:
-    """Of the encoder's weights and the score layer's (reader.json): a retrained reader is a new graph."""
-    h = hashlib.sha256()
-    with (folder / "model.safetensors").open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    h.update(json.dumps(reader_config(folder).get("score"), sort_keys=True).encode())
-    return h.hexdigest()
-
-
-def export_graph(folder: Path = READER_DIR, models: Path | None = None) -> Path:
-    """The reader's fp32 ONNX graph in the models folder, exported from its weights when missing (torch:
-    the image exports it at build time, so no pod needs torch at start-up)."""
-    from rulesage.config import models_dir
-    from rulesage.embed import export_transformer
-
-    models = models or models_dir()
-    graph = models / f"cross-reader-{weights_sha(folder)[:12]}-fp32.onnx"
-    if not graph.exists():
-        log.info("exporting the cross reader to ONNX in %s", models)
-        models.mkdir(parents=True, exist_ok=True)
-        head = reader_config(folder)["score"]
-        export_transformer(folder, graph, score=(head["weight"], float(head["bias"])))
-    return graph
-
-
-def reader_config(folder: Path) -> dict[str, Any]:
-    path = folder / "reader.json"
-    return dict(json.loads(path.read_text())) if path.is_file() else {}
-
-
-def is_reader(path: Path) -> bool:
-    """A cross reader's folder (the encoder's weights, reader.json with the score layer), as opposed to the
-    head's one ONNX file."""
-    return path.is_dir() and (path / "model.safetensors").is_file() and "score" in reader_config(path)
-
-
 def below_depth(read: np.ndarray, total: int) -> np.ndarray:
     """Scores of all ``total`` candidates from the logits of the first ``len(read)``: the candidates past
     the read depth sit below the lowest one read, in their fused order."""
     floor = float(read.min()) - BELOW
     tail = floor - np.arange(total - len(read), dtype=np.float32)
     return np.concatenate([read, tail]).astype(np.float32)
-
-
-class PairTokens:
-    """MiniLM word pieces of (question, candidate) pairs: [CLS] q [SEP] c [SEP] with segment ids, cut
-    longest-first to ``max_tokens`` exactly as the training tokenizer cut them."""
-
-    def __init__(self, max_tokens: int) -> None:
-        from tokenizers import Tokenizer
-
-        from rulesage.embed import package_model_dir
-
-        tok = Tokenizer.from_file(str(package_model_dir() / "tokenizer.json"))
-        tok.no_padding()
-        tok.enable_truncation(max_length=max_tokens, strategy="longest_first")
-        self.tokenizer = tok
-
-    def pairs(self, question: str, texts: Sequence[str]) -> tuple[list[list[int]], list[list[int]]]:
-        encs = self.tokenizer.encode_batch([(question, t) for t in texts])
-        return [e.ids for e in encs], [e.type_ids for e in encs]
 
 
 class CrossScorer:
@@ -110,7 +57,7 @@ class CrossScorer:
         self.head_share = float(cfg.get("head_share", 0.0))
         self.max_tokens = min(opts.max_tokens, int(cfg.get("max_tokens", opts.max_tokens)))
         self.batch = opts.batch
-        graph = export_graph(folder, models)
+        graph = export_graph(folder, "cross-reader", models)
         sha = graph.name.split("-")[2]
         self.session = session(graph, opts)
         self.tokens = PairTokens(self.max_tokens)
@@ -119,14 +66,7 @@ class CrossScorer:
 
     def read(self, question: str, texts: Sequence[str]) -> np.ndarray:
         """The cross reader's logit for each (question, text) pair."""
-        ids, types = self.tokens.pairs(question, texts)
-        out = np.zeros(len(ids), dtype=np.float32)
-        for idx in length_batches([len(r) for r in ids], self.batch):
-            tok, mask = pad([ids[i] for i in idx])
-            seg, _ = pad([types[i] for i in idx])
-            feeds = {"input_ids": tok, "attention_mask": mask, "token_type_ids": seg}
-            out[idx] = self.session.run(None, feeds)[0]
-        return out
+        return read_pairs(self.session, self.tokens, question, texts, self.batch)
 
     def score(self, question: str, passages: Sequence[str]) -> np.ndarray:
         """Candidates arrive best first (the fused order) as the reader reads them (headings + window)."""

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rulesage.pairs import length_batches, pad
 from services.rerank.window import window
 
 log = logging.getLogger(__name__)
@@ -114,22 +115,6 @@ def head_tail(ids: Sequence[int], span: int) -> list[int]:
         return list(ids)
     head = span // 2
     return [*ids[:head], *ids[len(ids) - (span - head) :]]
-
-
-def length_batches(lengths: Sequence[int], batch: int) -> list[list[int]]:
-    """Row indices grouped into batches of similar length (shortest first), at most ``batch`` rows each."""
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    return [order[b : b + batch] for b in range(0, len(order), max(batch, 1))]
-
-
-def pad(rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-    width = max((len(r) for r in rows), default=0)
-    ids = np.zeros((len(rows), width), dtype=np.int64)
-    mask = np.zeros((len(rows), width), dtype=np.int64)
-    for i, r in enumerate(rows):
-        ids[i, : len(r)] = r
-        mask[i, : len(r)] = 1
-    return ids, mask
 
 
 class Tokens:

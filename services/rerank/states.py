@@ -115,8 +115,8 @@ def draw_missing(url: str, progress: bool = False) -> int:
     import psycopg
 
     from rulesage.config import load
+    from rulesage.pairs import is_pair_reader
     from services.rerank.choice import chosen_model, load_scorer
-    from services.rerank.cross import is_reader
     from services.rerank.scorer import RuntimeOptions, TrainedScorer, states_key, window_tokens
     from services.rerank.settings import RerankSettings
 
@@ -124,7 +124,7 @@ def draw_missing(url: str, progress: bool = False) -> int:
     if not (s.rulesage_rerank_stored_states and s.rulesage_rerank_states_at_ingest):
         return 0
     path = chosen_model(s.rulesage_rerank_model)
-    if path is None or is_reader(path):  # the cosine and the cross reader read no stored states
+    if path is None or is_pair_reader(path):  # the cosine and the cross reader read no stored states
         return 0
     opts = RuntimeOptions(
         device=s.rulesage_rerank_device,

@@ -52,7 +52,8 @@ def test_a_run_trains_resumes_and_ships_what_it_trained(tiny_base: Path, tmp_pat
     import torch
     from sentence_transformers.cross_encoder import CrossEncoder
 
-    from services.rerank.cross import CrossScorer, is_reader
+    from rulesage.pairs import is_pair_reader
+    from services.rerank.cross import CrossScorer
     from services.rerank.scorer import RuntimeOptions
     from training.reader.recipe import Recipe, train
     from training.reader.ship import stage
@@ -81,7 +82,7 @@ def test_a_run_trains_resumes_and_ships_what_it_trained(tiny_base: Path, tmp_pat
 
     staged = stage(final, tmp_path / "staged", 64)
     reader = json.loads((staged / "reader.json").read_text())
-    assert len(reader["score"]["weight"]) == 32 and is_reader(staged)
+    assert len(reader["score"]["weight"]) == 32 and is_pair_reader(staged)
     want = CrossEncoder(str(final), device="cpu").predict(
         [(QUESTION, t) for t in TEXTS], activation_fn=torch.nn.Identity()
     )
@@ -116,8 +117,8 @@ def test_the_reader_recipe_takes_its_options_from_the_command_line() -> None:
 def test_a_shipped_reader_is_chosen_by_default_and_its_card_is_written_from_the_run(
     tiny_base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from rulesage.pairs import reader_config
     from services.rerank import choice
-    from services.rerank.cross import reader_config
     from training.reader.ship import ship
 
     staged = tmp_path / "staged"

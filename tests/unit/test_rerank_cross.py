@@ -10,14 +10,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rulesage.pairs import PairTokens
+from rulesage.pairs import is_pair_reader as is_reader
 from rulesage.v1 import common_pb2
 from services.rerank import choice
 from services.rerank.blend import BlendScorer, blend, on_scale, ranks
 from services.rerank.choice import chosen_model, load_scorer
-from services.rerank.cross import BELOW, CrossScorer, PairTokens, is_reader
+from services.rerank.cross import BELOW, CrossScorer
 from services.rerank.scorer import MODEL_FILE, RuntimeOptions, with_prior
 from services.rerank.server import read
 from services.rerank.window import WINDOW_CHARS, reader_text, window
+from tests.support.tiny_reader import tiny_reader as make_tiny_reader
 from training.reader.measure import beats_head, choose, order_figures
 
 QUESTION = "If my creature's toughness drops to zero from a -4/-4 effect, when does it die?"
@@ -33,24 +36,7 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def tiny_reader(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A reader folder as `rulesage train reader` ships one: the encoder's weights and config, MiniLM's
-    tokenizer (what training reads), and reader.json with the score layer."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    from rulesage.embed import package_model_dir
-
-    torch.manual_seed(7)
-    config = BertConfig(
-        vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64
-    )
-    folder = tmp_path_factory.mktemp("reader")
-    BertModel(config, add_pooling_layer=False).save_pretrained(str(folder))
-    AutoTokenizer.from_pretrained(str(package_model_dir())).save_pretrained(str(folder))
-    score = {"weight": [round(float(x), 4) for x in torch.randn(32)], "bias": 0.25}
-    reader = {"depth": 4, "fused_prior": 1.0, "max_tokens": 64, "score": score}
-    (folder / "reader.json").write_text(json.dumps(reader))
-    return folder
+    return make_tiny_reader(tmp_path_factory.mktemp("reader"), depth=4, fused_prior=1.0, max_tokens=64)
 
 
 @pytest.fixture(scope="module")
