@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from rulesage.core.text import supports
+from rulesage.core.text import normalise, supports
 
 
 class GoldError(ValueError):
@@ -66,6 +66,16 @@ def supports_evidence(p: Passage, ev: Evidence | Mapping[str, Any]) -> bool:
     if e.page is not None and start and not start <= e.page <= (end or start):
         return False
     return supports(text, e.quote)
+
+
+def quotes_evidence(p: Passage, quote: str, ev: Evidence | Mapping[str, Any]) -> bool:
+    """A quote from passage ``p`` is the evidence's own sentence: the passage supports the item, and the
+    quote and the item's quote hold each other (whole, normalised) or share a run of 8 words."""
+    e = ev if isinstance(ev, Evidence) else Evidence.of(ev)
+    if not supports_evidence(p, e):
+        return False
+    a, b = normalise(quote), normalise(e.quote)
+    return bool(a) and (a in b or b in a or supports(quote, e.quote) or supports(e.quote, quote))
 
 
 def needs_all(q: Question) -> bool:

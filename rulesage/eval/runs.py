@@ -23,7 +23,7 @@ from rulesage.arms import ArmClient
 from rulesage.core import rrf
 from rulesage.core.metrics import auc, calibrate_threshold, pct
 from rulesage.core.models import degraded
-from rulesage.eval.gold import first_rank, found, found_at, load_gold, supports_evidence
+from rulesage.eval.gold import first_rank, found, found_at, load_gold, quotes_evidence, supports_evidence
 from rulesage.passages import to_json
 from rulesage.road import Road, SearchOutcome
 from rulesage.store import passages
@@ -211,6 +211,7 @@ async def _gold(
                 invalid = 0
                 correct = False
                 lead = None  # whether the first valid citation (the answer's deciding quote) is right
+                exact = False  # a valid citation is the evidence's own sentence, not only from its passage
                 for c in ruling["citations"]:
                     p = shown.get(c["passage_id"])
                     if p is None or p["text"][c["start"] : c["end"]] != c["quote"]:
@@ -218,11 +219,15 @@ async def _gold(
                         continue
                     holds = bool(q["answerable"]) and any(supports_evidence(p, ev) for ev in q["evidence"])
                     correct = correct or holds
+                    exact = exact or (
+                        holds and any(quotes_evidence(p, c["quote"], ev) for ev in q["evidence"])
+                    )
                     lead = holds if lead is None else lead
                 row["invalid_citations"] = invalid
                 row["confidence"] = float(ruling["wrench"].get("answer", {}).get("confidence") or 0.0)
                 row["answered_correctly"] = correct and ruling["verdict"] == "answered"
                 row["lead_correct"] = bool(lead) and ruling["verdict"] == "answered"
+                row["quoted_exactly"] = exact and ruling["verdict"] == "answered"
                 row["quotes"] = len(ruling["citations"])
             if trace is not None:
                 row["detail"] = _detail(q, fused, kept, scored, wrench, ruling)
@@ -354,6 +359,9 @@ def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answ
         # the same, counting only the first quote (the one the answer leads with): a second quote from
         # another passage can make a ruling "correct" by hedging
         report["answered_correctly_lead"] = share("lead_correct", ans)
+        # the answered rulings citing the evidence's own sentence (the one that decides), not only a
+        # sentence of its passage
+        report["answered_exactly"] = share("quoted_exactly", ans)
         answered = [r for r in rows if r.get("verdict") == "answered"]
         report["two_quote_share"] = round(
             sum(r.get("quotes", 0) >= 2 for r in answered) / (len(answered) or 1), 3

@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from rulesage.eval.gold import Evidence, GoldError, first_rank, found, found_at, load_gold, supports_evidence
+from rulesage.eval.gold import (
+    Evidence,
+    GoldError,
+    first_rank,
+    found,
+    found_at,
+    load_gold,
+    quotes_evidence,
+    supports_evidence,
+)
 
 QUOTE = "A creature with toughness 0 or less is put into its owner's graveyard"
 
@@ -35,6 +44,15 @@ def test_a_passage_supports_evidence_of_its_document_on_its_pages() -> None:
     assert not supports_evidence(passage(text="something else entirely"), ev)
     # a run of 8 of the quote's words is enough
     assert supports_evidence(passage(text="with toughness 0 or less is put into its"), ev)
+
+
+def test_a_quote_is_the_evidences_own_sentence_only_in_a_passage_supporting_it() -> None:
+    ev = {"doc": "cr", "page": 6, "quote": QUOTE}
+    whole = passage(text=f"Other rules first. {QUOTE}, as a state-based action")
+    assert quotes_evidence(whole, f"{QUOTE}, as a state-based action.", ev)  # the quote inside the sentence
+    assert quotes_evidence(whole, "with toughness 0 or less is put into its owner's", ev)  # inside the quote
+    assert not quotes_evidence(whole, "Other rules first.", ev)  # the right passage, another sentence
+    assert not quotes_evidence(passage(doc="other"), QUOTE, ev)  # the sentence, from another book
 
 
 def test_objects_and_mappings_match_alike() -> None:
