@@ -44,14 +44,14 @@ RUN pip install ".[export]" \
 
 # Export the encoders to ONNX (fp32) in the state folder at build time, so no pod needs torch at start-up:
 # the tuned search encoder (the shared embedder), MiniLM off the shelf (the doorman's screen and the
-# reranker's trainer read it) and the cross reader when one is shipped. Kubernetes pods copy these into
+# reranker's trainer read it), and the cross reader and the sentence reader when they are shipped. Kubernetes pods copy these into
 # their writable emptyDir state (see k8s/base).
 RUN RULESAGE_STATE_DIR=/var/lib/rulesage \
     python -c "from rulesage.embed import shared_embedder; shared_embedder()" \
  && RULESAGE_STATE_DIR=/var/lib/rulesage \
     python -c "from rulesage.embed import Embedder; Embedder(encoder='minilm')" \
  && RULESAGE_STATE_DIR=/var/lib/rulesage \
-    python -c "from services.rerank.cross import READER_DIR, export_graph, is_reader; is_reader(READER_DIR) and export_graph()" \
+    python -c "from rulesage.pairs import export_graph as g, is_pair_reader as r; from services.rerank.cross import READER_DIR as c; from services.answer.sentences import SENTENCES_DIR as s; r(c) and g(c, 'cross-reader'); r(s) and g(s, 'sentence-reader')" \
  && test -s /var/lib/rulesage/models/minilm-l6-v2-fp32.onnx \
  && ls /var/lib/rulesage/models/search-encoder-*-fp32.onnx
 

@@ -226,6 +226,7 @@ TRAINABLE = {
     "doorman": ("training.doorman.learn:main", "the doorman's learned screen"),
     "answerer-asks": ("training.answerer.data:main", "the answerer's training asks, through the real road"),
     "answerer": ("training.answerer.train:main", "the quote selector and the answerability model"),
+    "sentences": ("training.sentences.cli:main", "the sentence reader (question and sentence read together)"),
     "abstain": ("training.answerer.calibrate:main", "the interim scorer's abstain threshold"),
 }
 

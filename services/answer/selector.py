@@ -147,7 +147,11 @@ ASK_FEATURES = (
     "coverage_best_passage",
     "unseen_terms",
     "unseen_names",
+    "read_best",
+    "read_gap",
 )
+# the sentence reader's columns: a model naming them is served only beside that reader
+READ_FEATURES = ("read_best", "read_gap")
 
 
 def sentence_features(question: str, shown: Sequence[Shown]) -> np.ndarray:
@@ -211,8 +215,11 @@ def sentence_features(question: str, shown: Sequence[Shown]) -> np.ndarray:
     return np.asarray(rows, dtype=np.float64).reshape(-1, len(SENTENCE_FEATURES))
 
 
-def ask_features(question: str, shown: Sequence[Shown], logits: np.ndarray) -> np.ndarray:
-    """The ask's row, from the selector's logits (sentences in the order of ``sentence_features``)."""
+def ask_features(
+    question: str, shown: Sequence[Shown], logits: np.ndarray, read: np.ndarray | None = None
+) -> np.ndarray:
+    """The ask's row, from the selector's logits (sentences in the order of ``sentence_features``) and the
+    sentence reader's logits over the sentences it read (``read``; without it, its columns are 0)."""
     q_set = set(terms(question))
     seen: set[str] = set()
     per_passage = []
@@ -248,9 +255,18 @@ def ask_features(question: str, shown: Sequence[Shown], logits: np.ndarray) -> n
             len(q_set & per_passage[best_k]) / (len(q_set) or 1) if shown else 0.0,
             1.0 - share,
             unseen_names,
+            *read_columns(read),
         ],
         dtype=np.float64,
     )
+
+
+def read_columns(read: np.ndarray | None) -> tuple[float, float]:
+    """The sentence reader's best logit over the sentences it read, and its margin over the next."""
+    if read is None or not len(read):
+        return 0.0, 0.0
+    ranked = np.sort(np.asarray(read, dtype=np.float64))[::-1]
+    return float(ranked[0]), float(ranked[0] - ranked[1]) if len(ranked) > 1 else 5.0
 
 
 @dataclass(frozen=True)
@@ -389,11 +405,28 @@ class Answerer:
 
     def read(self, question: str, shown: Sequence[Shown]) -> tuple[np.ndarray, float]:
         """Every sentence's selector logit, and the probability that the shown text answers the question."""
-        logits = self.selector.logits(sentence_features(question, shown)[:, self.sentence_columns])
+        logits = self.select(question, shown)
+        return logits, self.answerable(question, shown, logits)
+
+    def select(self, question: str, shown: Sequence[Shown]) -> np.ndarray:
+        """Every sentence's selector logit."""
+        return self.selector.logits(sentence_features(question, shown)[:, self.sentence_columns])
+
+    def answerable(
+        self, question: str, shown: Sequence[Shown], logits: np.ndarray, read: np.ndarray | None = None
+    ) -> float:
+        """The probability that the shown text answers the question, from the selector's logits and, for a
+        model that reads them, the sentence reader's over the sentences it read."""
         if not len(logits):
-            return logits, 0.0
-        x = ask_features(question, shown, logits)[self.ask_columns]
-        return logits, sigmoid(float(self.answerability.logits(x[None, :])[0]))
+            return 0.0
+        if self.needs_reader and read is None:
+            raise ValueError(f"{self.identity} reads the sentence reader's scores, and none was given")
+        x = ask_features(question, shown, logits, read)[self.ask_columns]
+        return sigmoid(float(self.answerability.logits(x[None, :])[0]))
+
+    @property
+    def needs_reader(self) -> bool:
+        return any(n in READ_FEATURES for n in self.answerability.names)
 
     @functools.cached_property
     def sentence_columns(self) -> list[int]:

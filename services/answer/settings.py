@@ -47,6 +47,9 @@ class AnswerSettings(CommonSettings):
     # off the shelf, the cosines the quote selector and the answerability model were trained on) or "tuned"
     # (the search encoder); "" = whichever RULESAGE_ENCODER names.
     rulesage_answer_encoder: Literal["", "tuned", "minilm"] = "minilm"
+    # the sentence reader (services/answer/sentences.py) over the quote selector's best sentences: "" = the
+    # shipped model/sentences when there is one, "off" = the selector's order alone, else a folder holding one
+    rulesage_answer_sentence_reader: str = ""
     # extractive: abstain when the answer's confidence (in [0, 1]) is below this; unset: the selector's
     # calibrated threshold.
     rulesage_extractive_threshold: float | None = None
@@ -74,6 +77,7 @@ class AnswerSettings(CommonSettings):
         threshold = self.rulesage_extractive_threshold
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ValueError("RULESAGE_EXTRACTIVE_THRESHOLD must be in [0, 1]")
+        self.sentence_reader_folder()  # fail at start on a folder that holds no reader
         if self.rulesage_answer_backend == "extractive":
             self.extractive_threshold()  # fail at start when the shipped calibration is unreadable
         return self
@@ -88,6 +92,24 @@ class AnswerSettings(CommonSettings):
             answerer = load()
             return answerer.threshold, f"{answerer.calibrated_on}, {answerer.identity}"
         return calibrated_threshold()
+
+    def sentence_reader_folder(self) -> Path | None:
+        """The sentence reader's folder, or None (off, or none shipped); a named folder that holds no
+        reader is an error naming the variable."""
+        from rulesage.pairs import is_pair_reader
+        from services.answer.sentences import SENTENCES_DIR
+
+        value = self.rulesage_answer_sentence_reader
+        if value == "off":
+            return None
+        if not value:
+            return SENTENCES_DIR if is_pair_reader(SENTENCES_DIR) else None
+        if not is_pair_reader(Path(value)):
+            raise ValueError(
+                f"RULESAGE_ANSWER_SENTENCE_READER={value!r} is not a sentence reader's folder"
+                " (model.safetensors and reader.json with its score layer), nor '' or 'off'"
+            )
+        return Path(value)
 
 
 def answer_embedder(bulk: bool = False):  # type: ignore[no-untyped-def]

@@ -37,6 +37,7 @@ from rulesage.core.metrics import abstain_figures, answering_floor, auc, calibra
 from services.answer.selector import (
     ASK_FEATURES,
     MODEL,
+    READ_FEATURES,
     SENTENCE_FEATURES,
     Linear,
     Shown,
@@ -200,6 +201,12 @@ def main(argv: list[str] | None = None) -> int:
         default="trees",
         help="the answerability model: shallow gradient-boosted trees, or a logistic regression",
     )
+    ap.add_argument(
+        "--sentence-reader",
+        help="a sentence reader's folder: its best logit and margin join the answerability model's features;"
+        " only the asks it never trained on (the careful reader's held-out split and the silent ones) are"
+        " used, for fitting and calibrating alike",
+    )
     ap.add_argument("--report", help="also write the figures here (JSON)")
     ap.add_argument("--dry-run", action="store_true", help="figures only, no model written")
     ns = ap.parse_args(argv)
@@ -209,6 +216,12 @@ def main(argv: list[str] | None = None) -> int:
     for a in asks:  # the reader's order, as the backend reads them (they arrive dealt ends-first)
         a["passages"] = reader_order(a["passages"])
     degraded = len(lines) - len(asks)
+    reader = None
+    if ns.sentence_reader:
+        from services.answer.sentences import SentenceReader
+
+        reader = SentenceReader(Path(ns.sentence_reader))
+        asks = [a for a in asks if a["split"] != "train"]
     fit = [a for a in asks if part(a["question"]) == "fit"]
     cal = [a for a in asks if part(a["question"]) == "calibration"]
 
@@ -230,6 +243,19 @@ def main(argv: list[str] | None = None) -> int:
         shown = shown_of(rec, drop)
         return shown, selector.logits(sentence_features(rec["question"], shown))
 
+    read_cache: dict[tuple[str, bool], np.ndarray | None] = {}
+
+    def features(rec: dict[str, Any], drop: bool = False) -> np.ndarray:
+        """The ask's row, the sentence reader's columns read over the selector's best (as served)."""
+        shown, lg = logits(rec, drop)
+        key = (rec["question"], drop)
+        if reader is not None and key not in read_cache:
+            from training.sentences.data import texts_of
+
+            texts = [t for p in rec["passages"] if not (drop and p["holds"]) for t in texts_of(p)]
+            read_cache[key] = reader.order(rec["question"], texts, lg)[1] if len(lg) else None
+        return ask_features(rec["question"], shown, lg, read_cache.get(key))
+
     honest = [a for a in cal if a["answerable"] and a["split"] != "train"]
     seen = [a for a in cal if a["split"] == "train"]
     real = [a for a in cal if a["answerable"] and is_real(a)]
@@ -245,20 +271,18 @@ def main(argv: list[str] | None = None) -> int:
     # -- answerability ---------------------------------------------------------------------------------------
     ax, ay, aw, aq, ar = [], [], [], [], []
     for rec in fit:
-        shown, lg = logits(rec)
-        ax.append(ask_features(rec["question"], shown, lg))
+        ax.append(features(rec))
         ay.append(bool(rec["answerable"]))
         aw.append(1.0)
         aq.append(rec["question"])
         ar.append(is_real(rec))
-        if ns.removed_weight > 0 and rec["answerable"] and any(p["holds"] for p in rec["passages"]):
-            shown, lg = logits(rec, drop=True)
-            if shown:
-                ax.append(ask_features(rec["question"], shown, lg))
-                ay.append(False)
-                aw.append(ns.removed_weight)
-                aq.append(rec["question"])
-                ar.append(is_real(rec))
+        held = [p["holds"] for p in rec["passages"]]
+        if ns.removed_weight > 0 and rec["answerable"] and any(held) and not all(held):
+            ax.append(features(rec, drop=True))
+            ay.append(False)
+            aw.append(ns.removed_weight)
+            aq.append(rec["question"])
+            ar.append(is_real(rec))
     y = np.asarray(ay)
     w = np.asarray(aw)
     # Both classes weigh the same within each cell of length band and source. Length: the silent training
@@ -272,7 +296,11 @@ def main(argv: list[str] | None = None) -> int:
             m = (band == b).all(axis=1) & (y == cls)
             if m.any():
                 w[m] = w[m] / w[m].sum() * len(y) / (2 * len(cells))
-    chosen = tuple(n for n in ASK_FEATURES if n in ns.ask_features.split(","))
+    chosen = tuple(
+        n
+        for n in ASK_FEATURES
+        if n in ns.ask_features.split(",") and (reader is not None or n not in READ_FEATURES)
+    )
     cols = [ASK_FEATURES.index(n) for n in chosen]
     if ns.answerability == "trees":
         answerability: Linear | Trees = fit_trees(np.vstack(ax)[:, cols], y, w, chosen)
@@ -280,8 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         answerability = fit_linear(np.vstack(ax)[:, cols], y, w, chosen, ns.c)
 
     def p_answer(rec: dict[str, Any]) -> float:
-        shown, lg = logits(rec)
-        x = ask_features(rec["question"], shown, lg)[cols]
+        x = features(rec)[cols]
         return sigmoid(float(answerability.logits(x[None, :])[0]))
 
     pairs = [(p_answer(a), bool(a["answerable"])) for a in cal]
@@ -336,6 +363,10 @@ def main(argv: list[str] | None = None) -> int:
             "ask_features": list(chosen),
             "c": ns.c,
             "answerability": ns.answerability,
+            "sentence_reader": reader.identity if reader is not None else None,
+            "asks": "the careful reader's held-out split and the silent asks only"
+            if reader is not None
+            else "all",
         },
         "figures": report,
     }

@@ -17,7 +17,13 @@ def make_reader(settings: AnswerSettings) -> Reader:
     from services.answer.selector import load
 
     threshold, source = settings.extractive_threshold()
-    return Reader(load(), threshold, source)
+    folder = settings.sentence_reader_folder()
+    sentences = None
+    if folder is not None:
+        from services.answer.sentences import SentenceReader
+
+        sentences = SentenceReader(folder)
+    return Reader(load(), threshold, source, sentences=sentences)
 
 
 def make_backend(settings: AnswerSettings, reader: Reader | None = None) -> Backend:

@@ -27,6 +27,7 @@ from services.answer.selector import sigmoid
 
 if TYPE_CHECKING:
     from services.answer.selector import Answerer
+    from services.answer.sentences import SentenceReader
 
 log = logging.getLogger(__name__)
 
@@ -190,8 +191,10 @@ class Candidate:
 def sentence_inputs(p: ShownPassage) -> list[tuple[int, int, str]]:
     """Each sentence's span and the text its relevance is drawn from: the passage's nearest heading, then the
     sentence (so a short sentence keeps its topic)."""
-    head = p.heading_path[-1] + ": " if p.heading_path else ""
-    return [(s, e, head + p.text[s:e]) for s, e in sentences(p.text)]
+    from services.answer.sentences import sentence_text
+
+    head = p.heading_path[-1] if p.heading_path else ""
+    return [(s, e, sentence_text(head, p.text[s:e])) for s, e in sentences(p.text)]
 
 
 def sentence_cosines(
@@ -254,10 +257,16 @@ def reader_order(passages: Sequence[ShownPassage]) -> list[ShownPassage]:
 
 
 def read_sentences(
-    question: str, passages: Sequence[ShownPassage], scorer: Scorer, answerer: Answerer
+    question: str,
+    passages: Sequence[ShownPassage],
+    scorer: Scorer,
+    answerer: Answerer,
+    sentence_reader: SentenceReader | None = None,
 ) -> tuple[list[Candidate], float]:
-    """Every sentence, best first, scored by the trained quote selector (a probability), and the trained
-    answerability: the probability that the shown passages answer the question."""
+    """Every sentence, best first, scored by the trained quote selector (a probability) or, with the
+    sentence reader, by the selector and the reader over the selector's best; and the trained
+    answerability: the probability that the shown passages answer the question (from the selector's own
+    scores, the scale its threshold was calibrated on)."""
     from services.answer.selector import Shown, asked_apart
 
     ordered = reader_order(passages)
@@ -284,7 +293,14 @@ def read_sentences(
             )
         )
         at += len(inputs)
-    logits, confidence = answerer.read(question, shown)
+    logits = answerer.select(question, shown)
+    read = None
+    if sentence_reader is not None and len(logits):
+        texts = [t for _, inputs in per for _, _, t in inputs]
+        order, read = sentence_reader.order(question, texts, logits)
+    confidence = answerer.answerable(question, shown, logits, read)
+    if read is not None:
+        logits = order
     spans = [(p, s, e) for p, inputs in per for s, e, _ in inputs]
     out = [Candidate(p, s, e, sigmoid(float(v))) for (p, s, e), v in zip(spans, logits, strict=True)]
     return sorted(out, key=lambda c: -c.score), confidence
@@ -296,14 +312,27 @@ READ_PICKS = 3  # sentences a reading hands on: the best, and the runners-up a s
 class Reader:
     """The quote selector and answerability model over one scorer: one reading per ask, for any backend."""
 
-    def __init__(self, answerer: Answerer, threshold: float, source: str, scorer: Scorer | None = None):
+    def __init__(
+        self,
+        answerer: Answerer,
+        threshold: float,
+        source: str,
+        scorer: Scorer | None = None,
+        sentences: SentenceReader | None = None,
+    ):
         self.answerer = answerer
         self.threshold = threshold
         self.source = source
         self.scorer = scorer or default_scorer()
+        self.sentences = sentences
+        if answerer.needs_reader and sentences is None:
+            raise ValueError(
+                f"the answerability model {answerer.identity} reads the sentence reader's scores: serve it"
+                " beside one (RULESAGE_ANSWER_SENTENCE_READER is off, or none is shipped)"
+            )
 
     def read(self, question: str, passages: Sequence[ShownPassage]) -> Reading:
-        ranked, sure = read_sentences(question, passages, self.scorer, self.answerer)
+        ranked, sure = read_sentences(question, passages, self.scorer, self.answerer, self.sentences)
         picks = tuple(Pick(c.passage.id, c.start, c.end, c.score) for c in ranked[:READ_PICKS])
         return Reading(picks, sure, self.threshold, self.source)
 
@@ -376,6 +405,8 @@ class ExtractiveBackend:
         self.reader = reader
         self.scorer = reader.scorer if reader is not None else scorer or default_scorer()
         trained = f"+{reader.answerer.identity}" if reader is not None else ""
+        if reader is not None and reader.sentences is not None:
+            trained += f"+{reader.sentences.identity}"
         self.identity = f"extractive:{self.scorer.identity}{trained}"
 
     def _answer(self, prompt: Prompt) -> RawAnswer:

@@ -1,0 +1,1 @@
+"""The sentence reader: a cross-encoder over (question, sentence) pairs picking the quote a ruling cites."""

@@ -1,0 +1,122 @@
+"""`rulesage train sentences`: build the rows from the answerer's asks, train the sentence reader
+(resumable), choose how many of the selector's best sentences it reads and how much its logit weighs on
+held-out asks, ship it with its card.
+
+Each step skips what is already done: the rows when the work folder holds them, the training when the work
+folder holds the final model of this recipe (a rerun after an interruption resumes from the newest
+checkpoint), the held-out measure when it is stored for these weights. ``--fresh`` starts over.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import shlex
+import shutil
+import sys
+import time
+from dataclasses import asdict, fields, replace
+from pathlib import Path
+
+from training.reader.recipe import Recipe
+
+log = logging.getLogger("training.sentences")
+
+# the cross reader's recipe, for pairs a third its length: a sentence and its heading beside the question
+DEFAULTS = Recipe(max_tokens=160, lr=5e-5, public_repeat=2, save_steps=40)
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="rulesage train sentences",
+        description="Train the sentence reader (a truncated cross-encoder over question/sentence pairs).",
+    )
+    p.add_argument("--asks", required=True, help="what `rulesage train answerer-asks` wrote")
+    p.add_argument("--work", default="artifacts/sentences", help="rows, checkpoints, the run (git-ignored)")
+    p.add_argument("--out", default=None, help="where it ships (default services/answer/model/sentences)")
+    p.add_argument("--fresh", action="store_true", help="drop the work folder's rows and checkpoints first")
+    p.add_argument("--no-ship", action="store_true", help="train and measure only")
+    for f in fields(Recipe):
+        default = getattr(DEFAULTS, f.name)
+        p.add_argument(f"--{f.name.replace('_', '-')}", type=type(default), default=default)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    from rulesage.ingest.store import sha256_file
+    from services.answer.sentences import SENTENCES_DIR
+    from training.reader import ship as reader_ship
+    from training.sentences import ship
+
+    out = Path(args.out) if args.out else SENTENCES_DIR
+    recipe = replace(DEFAULTS, **{f.name: getattr(args, f.name) for f in fields(Recipe)})
+    work = Path(args.work)
+    if args.fresh:
+        shutil.rmtree(work, ignore_errors=True)
+    data_dir, run_dir = work / "data", work / "run"
+    counts_path = data_dir / "counts.json"
+    if counts_path.is_file():
+        counts = json.loads(counts_path.read_text())
+    else:
+        from training.sentences.data import build
+
+        counts = build(Path(args.asks), data_dir)
+        counts_path.write_text(json.dumps(counts, indent=1) + "\n")
+    log.info("rows: %s", counts["counts"])
+    final = run_dir / "final"
+    done = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").is_file() else None
+    if done and final.is_dir() and done["recipe"] == asdict(recipe):
+        trained = done
+        log.info("already trained: %d steps", trained["steps"])
+    else:
+        from training.reader.recipe import train
+
+        final, trained = train(data_dir, run_dir, recipe)
+    staged = reader_ship.stage(final, work / "staged", recipe.max_tokens)
+    held_path = work / "held-out.json"
+    weights = sha256_file(staged / "model.safetensors")
+    stored = json.loads(held_path.read_text()) if held_path.is_file() else {}
+    if stored.get("weights") == weights:
+        held = stored
+    else:
+        from training.sentences.measure import measure
+
+        started = time.perf_counter()
+        held = measure(staged, data_dir / "val.jsonl", recipe.threads)
+        held["seconds"] = round(time.perf_counter() - started, 1)
+        held["weights"] = weights
+        held_path.write_text(json.dumps(held, indent=1) + "\n")
+    from training.sentences.measure import choose
+
+    top, weight = choose(held)
+    log.info(
+        "held out: selector %s; chosen top %d weight %g: %s",
+        held["selector"],
+        top,
+        weight,
+        held["reader"][f"top{top}/w{weight:g}"],
+    )
+    if args.no_ship:
+        return 0
+    if weight == 0:
+        log.warning("the selector alone picks the held-out quotes at least as well: nothing shipped")
+        return 0
+    run = {
+        **trained,
+        "losses": trained["losses"][:: max(len(trained["losses"]) // 20, 1)],
+        "data": counts,
+        "held_out": held,
+        "top": top,
+        "weight": weight,
+        "command": shlex.join(["rulesage", "train", "sentences", *(sys.argv[1:] if argv is None else argv)]),
+        "machine": f"{os.cpu_count()} CPUs, {platform.machine()}, {platform.python_implementation()}"
+        f" {platform.python_version()}",
+    }
+    shipped = ship.ship(staged, out, run)
+    log.info("shipped %s (sha256 %s)", out / "model.safetensors", shipped["sha256"][:16])
+    return 0
