@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rulesage.pairs import PairTokens, cpu_session, export_graph, read_pairs, reader_config
+from rulesage.pairs import PairTokens, export_graph, ort_session, read_pairs, reader_config
 
 SENTENCES_DIR = Path(__file__).resolve().parent / "model" / "sentences"
 DEFAULT_TOP = 12
@@ -49,7 +49,7 @@ class SentenceReader:
         self.top = int(cfg.get("top", DEFAULT_TOP))
         self.weight = float(cfg.get("weight", 1.0))
         graph = export_graph(folder, "sentence-reader", models)
-        self.session = cpu_session(graph, threads)
+        self.session = ort_session(graph, threads)
         self.tokens = PairTokens(int(cfg.get("max_tokens", 160)))
         self.identity = f"sentence-reader@{graph.name.split('-')[2]}/top{self.top}x{self.weight:g}"
 

@@ -18,7 +18,6 @@ import hashlib
 import json
 import logging
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rulesage.pairs import length_batches, pad
+from rulesage.pairs import length_batches, ort_session, pad
 from services.rerank.window import window
 
 log = logging.getLogger(__name__)
@@ -88,22 +87,8 @@ def providers(device: str) -> list[str]:
 
 
 def session(model: Path | bytes, opts: RuntimeOptions):  # type: ignore[no-untyped-def]
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = opts.threads or (os.cpu_count() or 2)
-    so.inter_op_num_threads = 1
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    # batches change shape every call: ORT's growing CPU arena kept the RSS climbing under load (+14 % over
-    # minutes 1-5 of the load bench); allocating per run keeps memory flat. Drawing states at ingest
-    # (``bulk``) keeps the arena: the process ends or drops the scorer when done.
-    so.enable_cpu_mem_arena = opts.bulk
-    # no busy-waiting after a run: on a small machine the spinning threads took the cores the next
-    # request's arms needed (arms+fusion p50 24 ms alone, 36 ms right after a rerank)
-    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(
-        model if isinstance(model, bytes) else str(model), so, providers=providers(opts.device)
-    )
+    """A session on the device the options name, keeping ORT's memory arena only for index-time work."""
+    return ort_session(model, opts.threads, opts.bulk, providers(opts.device))
 
 
 # -- tokens -------------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import numpy as np
 from services.answer.citations import MIN_QUOTE_CHARS, RawAnswer, RawQuote, ShownPassage, Verdict
 from services.answer.loop import Pick, Prompt, Reading, ToolRequest
 from services.answer.selector import sigmoid
+from services.answer.sentences import sentence_text
 
 if TYPE_CHECKING:
     from services.answer.selector import Answerer
@@ -191,8 +192,6 @@ class Candidate:
 def sentence_inputs(p: ShownPassage) -> list[tuple[int, int, str]]:
     """Each sentence's span and the text its relevance is drawn from: the passage's nearest heading, then the
     sentence (so a short sentence keeps its topic)."""
-    from services.answer.sentences import sentence_text
-
     head = p.heading_path[-1] if p.heading_path else ""
     return [(s, e, sentence_text(head, p.text[s:e])) for s, e in sentences(p.text)]
 
@@ -294,15 +293,13 @@ def read_sentences(
         )
         at += len(inputs)
     logits = answerer.select(question, shown)
-    read = None
+    order, read = logits, None
     if sentence_reader is not None and len(logits):
         texts = [t for _, inputs in per for _, _, t in inputs]
         order, read = sentence_reader.order(question, texts, logits)
     confidence = answerer.answerable(question, shown, logits, read)
-    if read is not None:
-        logits = order
     spans = [(p, s, e) for p, inputs in per for s, e, _ in inputs]
-    out = [Candidate(p, s, e, sigmoid(float(v))) for (p, s, e), v in zip(spans, logits, strict=True)]
+    out = [Candidate(p, s, e, sigmoid(float(v))) for (p, s, e), v in zip(spans, order, strict=True)]
     return sorted(out, key=lambda c: -c.score), confidence
 
 
