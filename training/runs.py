@@ -1,11 +1,17 @@
 """A trainer run that survives interruption: resumed from the work folder's newest checkpoint, each step's
-loss logged, and the wall time kept over every run of one training (wall.json), for the card."""
+loss logged, and the wall time kept over every run of one training (wall.json), for the card. Beside it,
+what every recipe's command shares: a step's result kept in the work folder (``kept``) and the record of
+a shipped run (``record``)."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import platform
+import shlex
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,4 +58,42 @@ def train_resumably(trainer: Any, work: Path) -> dict[str, Any]:
         "wall_minutes": round(wall() / 60, 1),
         "resumed": resume,
         "losses": [{"step": e["step"], "loss": e["loss"]} for e in trainer.state.log_history if "loss" in e],
+    }
+
+
+def kept(
+    path: Path,
+    make: Callable[[], dict[str, Any]],
+    still: Callable[[dict[str, Any]], bool] = lambda stored: True,
+) -> dict[str, Any]:
+    """What ``path`` holds while ``still`` says it stands (a rerun skips the step); else ``make()``,
+    written there first."""
+    if path.is_file():
+        stored: dict[str, Any] = json.loads(path.read_text())
+        if still(stored):
+            return stored
+    made = make()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(made, indent=1) + "\n")
+    return made
+
+
+def measured(measure: Callable[[], dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    """A held-out measure's figures with the seconds it took and ``extra`` (the weights it read, say)."""
+    started = time.perf_counter()
+    figures = measure()
+    figures["seconds"] = round(time.perf_counter() - started, 1)
+    return {**figures, **extra}
+
+
+def record(trained: dict[str, Any], model: str, argv: Sequence[str], **chosen: Any) -> dict[str, Any]:
+    """A shipped run's record for its card: the training's (its losses thinned to about 20), what the
+    command chose, the command that rebuilds it (``rulesage train MODEL ARGV``) and the machine."""
+    return {
+        **trained,
+        "losses": trained["losses"][:: max(len(trained["losses"]) // 20, 1)],
+        **chosen,
+        "command": shlex.join(["rulesage", "train", model, *argv]),
+        "machine": f"{os.cpu_count()} CPUs, {platform.machine()}, {platform.python_implementation()}"
+        f" {platform.python_version()}",
     }

@@ -119,7 +119,7 @@ def test_a_shipped_reader_is_chosen_by_default_and_its_card_is_written_from_the_
 ) -> None:
     from rulesage.pairs import reader_config
     from services.rerank import choice
-    from training.reader.ship import ship
+    from training.reader.ship import card_text, ship
 
     staged = tmp_path / "staged"
     staged.mkdir()
@@ -160,7 +160,7 @@ def test_a_shipped_reader_is_chosen_by_default_and_its_card_is_written_from_the_
         "fused_prior": 0.5,
     }
     out = tmp_path / "reader"
-    shipped = ship(staged, out, run)
+    shipped = ship(staged, out, run, {"depth": 16, "fused_prior": 0.5, "head_share": 0.0}, card_text)
     assert (reader_config(out)["depth"], reader_config(out)["fused_prior"]) == (16, 0.5)
     card = (out / "MODEL_CARD.md").read_text()
     assert shipped["sha256"] in card and "rulesage train reader --max-steps 2" in card
@@ -169,3 +169,24 @@ def test_a_shipped_reader_is_chosen_by_default_and_its_card_is_written_from_the_
     monkeypatch.setattr(choice, "READER_DIR", out)
     assert choice.chosen_model("") == out
     assert choice.chosen_model("head") == choice.MODEL_FILE
+
+
+def test_a_kept_step_is_read_back_while_it_stands_and_made_again_when_not(tmp_path: Path) -> None:
+    from training.runs import kept, measured, record
+
+    made: list[int] = []
+
+    def make() -> dict[str, object]:
+        made.append(1)
+        return measured(lambda: {"figure": len(made)}, weights="w1")
+
+    path = tmp_path / "work" / "held-out.json"
+    first = kept(path, make)
+    assert first["figure"] == 1 and first["weights"] == "w1" and first["seconds"] >= 0
+    assert kept(path, make, still=lambda s: s["weights"] == "w1") == first and len(made) == 1
+    assert kept(path, make, still=lambda s: s["weights"] == "w2")["figure"] == 2  # stale: made again
+    assert json.loads(path.read_text())["figure"] == 2
+    trained = {"steps": 40, "losses": [{"step": i, "loss": 1.0} for i in range(1, 41)]}
+    run = record(trained, "sentences", ["--asks", "a b.jsonl"], top=4)
+    assert len(run["losses"]) == 20 and run["top"] == 4 and run["steps"] == 40
+    assert run["command"] == "rulesage train sentences --asks 'a b.jsonl'" and "CPUs" in run["machine"]

@@ -10,9 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import platform
-import shlex
 import shutil
 import sys
 import time
@@ -20,6 +17,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from training.encoder.recipe import Recipe
+from training.runs import record
 
 log = logging.getLogger("training.encoder")
 
@@ -64,19 +62,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.fresh:
         shutil.rmtree(work, ignore_errors=True)
     data_dir, run_dir = work / "data", work / "run"
-    counts_path = data_dir / "counts.json"
     started = time.perf_counter()
-    if counts_path.is_file():
-        counts = json.loads(counts_path.read_text())
-        log.info("rows already built: %s", counts["rows"])
-    else:
-        from training.encoder.data import build
+    from training.encoder.data import build
+    from training.runs import kept
 
-        # the hard negatives are mined where the road's vectors are: MiniLM off the shelf when it is the
-        # active space (reproducible), else whatever space the shelf was last embedded in (recorded)
-        counts = build(args.questions, data_dir, recipe.seed)
-        counts_path.write_text(json.dumps(counts, indent=1) + "\n")
-        log.info("rows built: %s", counts["rows"])
+    # the hard negatives are mined where the road's vectors are: MiniLM off the shelf when it is the active
+    # space (reproducible), else whatever space the shelf was last embedded in (recorded)
+    counts = kept(data_dir / "counts.json", lambda: build(args.questions, data_dir, recipe.seed))
+    log.info("rows: %s", counts["rows"])
     final = run_dir / "final"
     if (run_dir / "run.json").is_file() and final.is_dir():
         trained = json.loads((run_dir / "run.json").read_text())
@@ -98,16 +91,14 @@ def main(argv: list[str] | None = None) -> int:
         weights = Path(recipe.base) / "model.safetensors"
         digest = sha256_file(weights)[:16] if weights.is_file() else "?"
         minilm = f"{recipe.base} (weights sha256 {digest}), itself tuned from {minilm}"
-    run = {
-        **trained,
-        "losses": trained["losses"][:: max(len(trained["losses"]) // 20, 1)],
-        "data": counts,
-        "base": minilm,
-        "command": shlex.join(["rulesage", "train", "encoder", *(sys.argv[1:] if argv is None else argv)]),
-        "wall_minutes": trained.get("wall_minutes", round((time.perf_counter() - started) / 60, 1)),
-        "machine": f"{os.cpu_count()} CPUs, {platform.machine()}, {platform.python_implementation()}"
-        f" {platform.python_version()}",
-    }
+    run = record(
+        trained,
+        "encoder",
+        sys.argv[1:] if argv is None else argv,
+        data=counts,
+        base=minilm,
+        wall_minutes=trained.get("wall_minutes", round((time.perf_counter() - started) / 60, 1)),
+    )
     shipped = ship.ship(final, out, run)
     log.info("shipped %s (sha256 %s)", out / "model.safetensors", shipped["sha256"][:16])
     return 0

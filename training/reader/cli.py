@@ -12,16 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import platform
-import shlex
 import shutil
 import sys
-import time
-from dataclasses import asdict, fields
+from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 from training.reader.recipe import Recipe
+from training.runs import record
 
 log = logging.getLogger("training.reader")
 
@@ -69,44 +67,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.fresh:
         shutil.rmtree(work, ignore_errors=True)
     data_dir, run_dir = work / "data", work / "run"
-    counts_path = data_dir / "counts.json"
-    if counts_path.is_file():
-        counts = json.loads(counts_path.read_text())
-        log.info("rows already built: %s", counts["rows"])
-    else:
-        from training.reader.data import build
+    from training.reader.data import build
+    from training.reader.measure import beats_head, choose, measure
+    from training.reader.recipe import train_once
+    from training.runs import kept, measured
 
-        counts = build(args.questions, data_dir, recipe.seed)
-        counts_path.write_text(json.dumps(counts, indent=1) + "\n")
-        log.info("rows built: %s", counts["rows"])
-    final = run_dir / "final"
-    done = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").is_file() else None
-    if done and final.is_dir() and done["recipe"] == asdict(recipe):
-        trained = done
-        log.info("already trained: %d steps", trained["steps"])
-    else:
-        # a new recipe (more steps: the schedule extended) resumes from the newest checkpoint
-        from training.reader.recipe import train
-
-        final, trained = train(data_dir, run_dir, recipe)
+    counts = kept(data_dir / "counts.json", lambda: build(args.questions, data_dir, recipe.seed))
+    log.info("rows: %s", counts["rows"])
+    final, trained = train_once(data_dir, run_dir, recipe)
     # the shipped form (fp16 weights) is what the held-out measure reads, through the served graph
     staged = ship.stage(final, work / "staged", recipe.max_tokens)
-    held_path = work / "held-out.json"
     weights = sha256_file(staged / "model.safetensors")
     head = MODEL_FILE if MODEL_FILE.is_file() else None  # blends with the shipped head, when there is one
-    stored = json.loads(held_path.read_text()) if held_path.is_file() else {}
-    if stored.get("weights") == weights and ("blend" in stored or head is None):
-        held = stored
-    else:
-        from training.reader.measure import measure
 
-        started = time.perf_counter()
-        held = measure(staged, data_dir / "val.jsonl", args.held_out, recipe.threads, head)
-        held["seconds"] = round(time.perf_counter() - started, 1)
-        held["weights"] = weights
-        held_path.write_text(json.dumps(held, indent=1) + "\n")
-    from training.reader.measure import beats_head, choose
+    def measure_held_out() -> dict[str, Any]:
+        return measured(
+            lambda: measure(staged, data_dir / "val.jsonl", args.held_out, recipe.threads, head),
+            weights=weights,
+        )
 
+    held = kept(
+        work / "held-out.json",
+        measure_held_out,
+        still=lambda stored: stored.get("weights") == weights and ("blend" in stored or head is None),
+    )
     depth, prior, head_share = choose(held)
     cell = f"top{depth}/prior{prior:g}" + (f"/head{head_share:g}" if head_share else "")
     chosen = {**held["reader"], **held.get("blend", {})}[cell]
@@ -117,18 +101,17 @@ def main(argv: list[str] | None = None) -> int:
         # shipping would make the served default (the reader replaces the head) worse on held-out questions
         log.warning("the head alone orders the held-out questions at least as well: nothing shipped")
         return 0
-    run = {
-        **trained,
-        "losses": trained["losses"][:: max(len(trained["losses"]) // 20, 1)],
-        "data": counts,
-        "held_out": held,
-        "depth": depth,
-        "fused_prior": prior,
-        "head_share": head_share,
-        "command": shlex.join(["rulesage", "train", "reader", *(sys.argv[1:] if argv is None else argv)]),
-        "machine": f"{os.cpu_count()} CPUs, {platform.machine()}, {platform.python_implementation()}"
-        f" {platform.python_version()}",
-    }
-    shipped = ship.ship(staged, out, run)
+    run = record(
+        trained,
+        "reader",
+        sys.argv[1:] if argv is None else argv,
+        data=counts,
+        held_out=held,
+        depth=depth,
+        fused_prior=prior,
+        head_share=head_share,
+    )
+    served = {"depth": depth, "fused_prior": prior, "head_share": head_share}
+    shipped = ship.ship(staged, out, run, served, ship.card_text)
     log.info("shipped %s (sha256 %s)", out / "model.safetensors", shipped["sha256"][:16])
     return 0

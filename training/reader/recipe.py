@@ -97,6 +97,18 @@ def weighted_rows(rows: Any, recipe: Recipe) -> Any:
     return rows.remove_columns("public")
 
 
+def train_once(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]:
+    """The final model of this recipe in ``work`` and its run's log: read back when ``work`` holds one
+    trained with exactly this recipe, else trained (a changed recipe, more steps say, resumes from the newest
+    checkpoint with its schedule extended)."""
+    final, run = work / "final", work / "run.json"
+    done = json.loads(run.read_text()) if run.is_file() else None
+    if done and final.is_dir() and done["recipe"] == asdict(recipe):
+        log.info("already trained: %d steps", done["steps"])
+        return final, done
+    return train(data, work, recipe)
+
+
 def train(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]:
     """Train on data/train.jsonl; returns the final model folder and the run's log (steps, losses, time)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -143,20 +144,22 @@ def card_text(run: dict[str, Any], figures_path: Path = FIGURES) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def ship(staged: Path, out: Path, run: dict[str, Any]) -> dict[str, Any]:
-    """Copy the staged fp16 weights and config to ``out`` with reader.json, run.json and the card."""
+def ship(
+    staged: Path,
+    out: Path,
+    run: dict[str, Any],
+    served: dict[str, Any],
+    card: Callable[[dict[str, Any]], str],
+) -> dict[str, Any]:
+    """Copy the staged fp16 weights and config to ``out`` with reader.json (``served``, what the service
+    reads beside the score layer), run.json and the card ``card`` writes from the run."""
     out.mkdir(parents=True, exist_ok=True)
     for name in ("model.safetensors", "config.json"):
         shutil.copyfile(staged / name, out / name)
     weights = out / "model.safetensors"
-    reader = {
-        "depth": run["depth"],
-        "fused_prior": run["fused_prior"],
-        "head_share": run.get("head_share", 0.0),
-        **json.loads((staged / "reader.json").read_text()),
-    }
+    reader = {**served, **json.loads((staged / "reader.json").read_text())}
     (out / "reader.json").write_text(json.dumps(reader) + "\n")
     run = {**run, "sha256": sha256_file(weights), "bytes": weights.stat().st_size}
     (out / "run.json").write_text(json.dumps(run, indent=1) + "\n")
-    write_card(out, run)
+    (out / "MODEL_CARD.md").write_text(card(run))
     return run

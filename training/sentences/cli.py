@@ -10,18 +10,15 @@ checkpoint), the held-out measure when it is stored for these weights. ``--fresh
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import os
-import platform
-import shlex
 import shutil
 import sys
-import time
-from dataclasses import asdict, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
+from typing import Any
 
 from training.reader.recipe import Recipe
+from training.runs import record
 
 log = logging.getLogger("training.sentences")
 
@@ -59,40 +56,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.fresh:
         shutil.rmtree(work, ignore_errors=True)
     data_dir, run_dir = work / "data", work / "run"
-    counts_path = data_dir / "counts.json"
-    if counts_path.is_file():
-        counts = json.loads(counts_path.read_text())
-    else:
-        from training.sentences.data import build
+    from training.reader.recipe import train_once
+    from training.runs import kept, measured
+    from training.sentences.data import build
+    from training.sentences.measure import choose, measure
 
-        counts = build(Path(args.asks), data_dir)
-        counts_path.write_text(json.dumps(counts, indent=1) + "\n")
+    counts = kept(data_dir / "counts.json", lambda: build(Path(args.asks), data_dir))
     log.info("rows: %s", counts["counts"])
-    final = run_dir / "final"
-    done = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").is_file() else None
-    if done and final.is_dir() and done["recipe"] == asdict(recipe):
-        trained = done
-        log.info("already trained: %d steps", trained["steps"])
-    else:
-        from training.reader.recipe import train
-
-        final, trained = train(data_dir, run_dir, recipe)
+    final, trained = train_once(data_dir, run_dir, recipe)
+    # the shipped form (fp16 weights) is what the held-out measure reads, through the served graph
     staged = reader_ship.stage(final, work / "staged", recipe.max_tokens)
-    held_path = work / "held-out.json"
     weights = sha256_file(staged / "model.safetensors")
-    stored = json.loads(held_path.read_text()) if held_path.is_file() else {}
-    if stored.get("weights") == weights:
-        held = stored
-    else:
-        from training.sentences.measure import measure
 
-        started = time.perf_counter()
-        held = measure(staged, data_dir / "val.jsonl", recipe.threads)
-        held["seconds"] = round(time.perf_counter() - started, 1)
-        held["weights"] = weights
-        held_path.write_text(json.dumps(held, indent=1) + "\n")
-    from training.sentences.measure import choose
+    def measure_held_out() -> dict[str, Any]:
+        return measured(lambda: measure(staged, data_dir / "val.jsonl", recipe.threads), weights=weights)
 
+    held = kept(
+        work / "held-out.json", measure_held_out, still=lambda stored: stored.get("weights") == weights
+    )
     top, weight = choose(held)
     log.info(
         "held out: selector %s; chosen top %d weight %g: %s",
@@ -106,17 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     if weight == 0:
         log.warning("the selector alone picks the held-out quotes at least as well: nothing shipped")
         return 0
-    run = {
-        **trained,
-        "losses": trained["losses"][:: max(len(trained["losses"]) // 20, 1)],
-        "data": counts,
-        "held_out": held,
-        "top": top,
-        "weight": weight,
-        "command": shlex.join(["rulesage", "train", "sentences", *(sys.argv[1:] if argv is None else argv)]),
-        "machine": f"{os.cpu_count()} CPUs, {platform.machine()}, {platform.python_implementation()}"
-        f" {platform.python_version()}",
-    }
-    shipped = ship.ship(staged, out, run)
+    args_given = sys.argv[1:] if argv is None else argv
+    run = record(trained, "sentences", args_given, data=counts, held_out=held, top=top, weight=weight)
+    shipped = reader_ship.ship(staged, out, run, {"top": top, "weight": weight}, ship.card_text)
     log.info("shipped %s (sha256 %s)", out / "model.safetensors", shipped["sha256"][:16])
     return 0
