@@ -17,6 +17,7 @@ from services.answer.settings import AnswerSettings
 from tests.support.answer_passages import MOVE as READ_MOVE
 from tests.support.answer_passages import SPELLS as READ_SPELLS
 from tests.support.tiny_reader import tiny_reader as make_tiny_reader
+from tests.support.tiny_reader import trained_scores
 
 MOVE = dataclasses.replace(READ_MOVE, rerank_score=9.0)
 SPELLS = dataclasses.replace(READ_SPELLS, rerank_score=4.0)
@@ -34,17 +35,8 @@ def reader(folder: Path, tmp_path_factory: pytest.TempPathFactory) -> SentenceRe
 
 
 def test_the_graph_scores_as_the_trained_cross_encoder(folder: Path, reader: SentenceReader) -> None:
-    import torch
-
-    from training.reader.recipe import reader_model
-
     texts = [sentence_text("Movement", "You can move up to your speed."), "Spells have a casting time."]
-    model = reader_model(folder, 64)
-    head = json.loads((folder / "reader.json").read_text())["score"]
-    with torch.no_grad():
-        model[2].linear.weight.copy_(torch.tensor([head["weight"]]))
-        model[2].linear.bias.copy_(torch.tensor([head["bias"]]))
-    want = model.predict([(QUESTION, t) for t in texts], activation_fn=torch.nn.Identity())
+    want = trained_scores(folder, 64, QUESTION, texts)
     assert np.allclose(reader.read(QUESTION, texts), want, atol=1e-4)
     assert reader.top == 3 and reader.weight == 2.0 and reader.identity.endswith("/top3x2")
 
@@ -171,3 +163,102 @@ def test_the_choice_needs_a_cell_beating_the_selector() -> None:
     assert choose(held) == (4, 1.0)  # the shallowest within half a point of the best
     held["reader"] = {"top4/w1": {"lead": 0.6, "quoted": 0.7, "exact": 0.4}}
     assert choose(held) == (0, 0.0)  # no better than the selector: nothing to ship
+
+
+def test_an_answerability_model_reading_the_reader_needs_it(tmp_path: Path, reader: SentenceReader) -> None:
+    from services.answer.selector import MODEL, ask_features, read_columns
+
+    d = json.loads(MODEL.read_text(encoding="utf-8"))
+    # a one-stump model over the reader's best logit: answerable above 0
+    d["answerability"] = {
+        "kind": "trees",
+        "features": ["best", "read_best"],
+        "baseline": 0.0,
+        "trees": [
+            {
+                "feature": [1, 0, 0],
+                "threshold": [0.0, 0.0, 0.0],
+                "left": [1, 0, 0],
+                "right": [2, 0, 0],
+                "leaf": [False, True, True],
+                "value": [0.0, -3.0, 3.0],
+                "missing_left": [True, False, False],
+            }
+        ],
+    }
+    path = tmp_path / "answerer.json"
+    path.write_text(json.dumps(d), encoding="utf-8")
+    model = load(path)
+    assert model.needs_reader and not load().needs_reader
+    with pytest.raises(ValueError, match="sentence reader"):
+        Reader(model, model.threshold, "x", BiEncoderScorer())
+    scorer = BiEncoderScorer()
+    with pytest.raises(ValueError, match="reads the sentence reader"):
+        read_sentences(QUESTION, [SPELLS, MOVE], scorer, model)
+    _, sure = read_sentences(QUESTION, [SPELLS, MOVE], scorer, model, reader)
+    assert sure in (pytest.approx(1 / (1 + np.exp(3.0))), pytest.approx(1 / (1 + np.exp(-3.0))))
+    assert read_columns(np.array([1.0, 3.0, 2.0])) == (3.0, 1.0)
+    assert read_columns(None) == (0.0, 0.0)
+    row = ask_features(QUESTION, [], np.zeros(0), np.array([2.0]))
+    assert list(row[-2:]) == [2.0, 5.0]
+
+
+def test_build_splits_by_the_careful_readers_split_and_drops_what_the_guard_touches(tmp_path: Path) -> None:
+    import shutil
+
+    from rulesage.config import shared_dir
+    from training.questions import eval_guard
+    from training.sentences.data import build
+
+    evaluation = tmp_path / "eval"
+    evaluation.mkdir()
+    shutil.copy(shared_dir() / "eval" / "reserved.py", evaluation / "reserved.py")
+    (evaluation / "reserved.json").write_text(json.dumps({"runs": [], "threads": []}))
+    (evaluation / "gold.jsonl").write_text(json.dumps({"question": "An evaluated question, word for word?"}))
+    text = "Movement. You can move up to your speed on each of your turns. Other rules follow here later."
+    sentences = [(0, 9, False), (10, 62, True), (63, len(text), False)]
+
+    def ask(question: str, split: str, answerable: bool = True) -> dict[str, object]:
+        passages = [
+            {
+                "heading_path": [f"H{k}"],
+                "text": text,
+                "holds": k == 0 and answerable,
+                "sentences": [
+                    {"start": s, "end": e, "cosine": 0.5 - k / 10, "holds": h and k == 0 and answerable}
+                    for s, e, h in sentences
+                ],
+            }
+            for k in range(4)
+        ]
+        return {
+            "game": "g",
+            "question": question,
+            "answerable": answerable,
+            "split": split,
+            "source": "written",
+            "passages": passages,
+        }
+
+    asks = [
+        ask("How far can I move?", "train"),
+        ask("Can I move twice?", "val"),
+        ask("Who deals the cards?", "silent", answerable=False),
+        ask("An evaluated question, word for word?", "train"),
+        {"game": "g", "question": "q", "answerable": True, "split": "train", "degraded": ["fusion"]},
+    ]
+    path = tmp_path / "asks.jsonl"
+    path.write_text("".join(json.dumps(a) + "\n" for a in asks))
+    counts = build(path, tmp_path / "rows", eval_guard(evaluation))
+    assert counts["counts"] == {
+        "train": 1,
+        "train-public": 0,
+        "val": 1,
+        "silent": 1,
+        "dropped-eval-overlap": 1,
+        "degraded": 1,
+    }
+    (train,) = [json.loads(x) for x in (tmp_path / "rows" / "train.jsonl").read_text().splitlines()]
+    assert train["question"] == "How far can I move?" and train["positive"].startswith("H0: You can move")
+    (val,) = [json.loads(x) for x in (tmp_path / "rows" / "val.jsonl").read_text().splitlines()]
+    assert val["question"] == "Can I move twice?" and len(val["passages"]) == 4

@@ -21,6 +21,7 @@ from services.rerank.scorer import MODEL_FILE, RuntimeOptions, with_prior
 from services.rerank.server import read
 from services.rerank.window import WINDOW_CHARS, reader_text, window
 from tests.support.tiny_reader import tiny_reader as make_tiny_reader
+from tests.support.tiny_reader import trained_scores
 from training.reader.measure import beats_head, choose, order_figures
 
 QUESTION = "If my creature's toughness drops to zero from a -4/-4 effect, when does it die?"
@@ -45,18 +46,8 @@ def scorer(tiny_reader: Path, tmp_path_factory: pytest.TempPathFactory) -> Cross
 
 
 def test_the_graph_scores_as_the_trained_cross_encoder(tiny_reader: Path, scorer: CrossScorer) -> None:
-    # the model the trainer builds (sentence-transformers' CrossEncoder: encoder, mean, one linear score)
-    # given the shipped weights, against the served ONNX graph
-    import torch
-
-    from training.reader.recipe import reader_model
-
-    model = reader_model(tiny_reader, 64)
-    head = json.loads((tiny_reader / "reader.json").read_text())["score"]
-    with torch.no_grad():
-        model[2].linear.weight.copy_(torch.tensor([head["weight"]]))
-        model[2].linear.bias.copy_(torch.tensor([head["bias"]]))
-    want = model.predict([(QUESTION, t) for t in TEXTS], activation_fn=torch.nn.Identity())
+    # the trainer's model given the shipped weights, against the served ONNX graph
+    want = trained_scores(tiny_reader, 64, QUESTION, TEXTS)
     assert np.allclose(scorer.read(QUESTION, TEXTS), want, atol=1e-4)
     assert np.ptp(want) > 1e-3  # a reader that tells the texts apart
 
