@@ -227,6 +227,7 @@ TRAINABLE = {
     "answerer-asks": ("training.answerer.data:main", "the answerer's training asks, through the real road"),
     "answerer": ("training.answerer.train:main", "the quote selector and the answerability model"),
     "sentences": ("training.sentences.cli:main", "the sentence reader (question and sentence read together)"),
+    "held-out": ("training.heldout:main", "no model: the questions every trainer held out, as a gold file"),
     "abstain": ("training.answerer.calibrate:main", "the interim scorer's abstain threshold"),
 }
 

@@ -97,3 +97,19 @@ def record(trained: dict[str, Any], model: str, argv: Sequence[str], **chosen: A
         "machine": f"{os.cpu_count()} CPUs, {platform.machine()}, {platform.python_implementation()}"
         f" {platform.python_version()}",
     }
+
+
+def weighted_rows(rows: Any, public_repeat: int, seed: int) -> Any:
+    """A training dataset's loss columns only (the ``public`` mark dropped), each real post repeated
+    ``public_repeat`` times and the whole shuffled with ``seed``: real posts are what the product is measured
+    on, and a few hundred of them sit among thousands of written questions."""
+    from datasets import concatenate_datasets
+
+    if "public" not in rows.column_names:
+        return rows
+    if public_repeat > 1:
+        public = rows.filter(lambda r: bool(r["public"]))
+        if len(public):
+            rows = concatenate_datasets([rows] + [public] * (public_repeat - 1))
+            rows = rows.shuffle(seed=seed)
+    return rows.remove_columns("public")

@@ -88,6 +88,7 @@ def test_the_encoder_recipe_takes_its_options_from_the_command_line() -> None:
     assert (args.epochs, args.lr, args.max_steps, args.batch, args.seed) == (2.0, 5e-5, 3, 32, 12)
     assert args.base == ""  # MiniLM off the shelf
     assert parse(["--base", "artifacts/encoder/run/final"]).base == "artifacts/encoder/run/final"
+    assert args.public_repeat == 1 and parse(["--public-repeat", "4"]).public_repeat == 4
 
 
 def test_the_card_is_what_the_run_and_the_figures_file_make() -> None:

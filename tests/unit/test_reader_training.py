@@ -94,14 +94,14 @@ def test_a_run_trains_resumes_and_ships_what_it_trained(tiny_base: Path, tmp_pat
 def test_real_posts_are_repeated_and_only_the_loss_columns_are_trained_on(tmp_path: Path) -> None:
     from datasets import load_dataset
 
-    from training.reader.recipe import Recipe, weighted_rows
+    from training.runs import weighted_rows
 
     data = rows(tmp_path / "data")
     loaded = load_dataset("json", data_files=str(data / "train.jsonl"), split="train")
-    once = weighted_rows(loaded, Recipe())
+    once = weighted_rows(loaded, 1, 12)
     assert len(once) == 4 and once.column_names[:2] == ["question", "positive"]
     assert "public" not in once.column_names and once.column_names[-1] == "negative_5"
-    thrice = weighted_rows(loaded, Recipe(public_repeat=3))
+    thrice = weighted_rows(loaded, 3, 12)
     assert len(thrice) == 6 and "public" not in thrice.column_names
     assert sorted(thrice["question"]).count(f"{QUESTION} (0)") == 3  # the one real post, three times
 

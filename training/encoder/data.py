@@ -1,5 +1,6 @@
 """Encoder training rows: (question, the passage that answers it, one hard negative), as the dense arm reads
-them (a passage's nearest headings, then its text).
+them (a passage's nearest headings, then its text), each marked ``public`` when its question is a real
+player's post (a recipe may weigh those).
 
 The questions are the reviewed training questions (data/questions/questions-*.jsonl). The positive and the
 hard negatives come from the reranker's data layer: the passage that holds the row's quote (or prints its
@@ -38,7 +39,7 @@ def build(pattern: str, out: Path, seed: int, val_share: float = 0.1) -> dict[st
     out.mkdir(parents=True, exist_ok=True)
     splits: Counter[str] = Counter()
     games: Counter[str] = Counter()
-    rows: dict[str, list[dict[str, str]]] = {"train": [], "val": []}
+    rows: dict[str, list[dict[str, str | bool]]] = {"train": [], "val": []}
     for g in groups:
         index = indexes[g.family_id]
         pos, neg = index.passages[g.positive], index.passages[rng.choice(g.negatives[:NEGATIVE_DEPTH])]
@@ -47,6 +48,7 @@ def build(pattern: str, out: Path, seed: int, val_share: float = 0.1) -> dict[st
                 "anchor": g.question,
                 "positive": embed_text(pos.heading_path, pos.text),
                 "negative": embed_text(neg.heading_path, neg.text),
+                "public": g.public,
             }
         )
         splits[g.split] += 1

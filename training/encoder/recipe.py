@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from training.runs import train_resumably
+from training.runs import train_resumably, weighted_rows
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,7 @@ class Recipe:
     # the model tuned: "" is MiniLM off the shelf (the package's); a sentence-transformers folder continues
     # from it (a second round from an earlier run's ``final``)
     base: str = ""
+    public_repeat: int = 1  # each real player's post is seen this many times an epoch (written rows once)
 
 
 def train(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]:
@@ -57,7 +58,11 @@ def train(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]
     torch.manual_seed(recipe.seed)
     model = SentenceTransformer(recipe.base or str(package_model_dir()), device="cpu")
     model.max_seq_length = recipe.max_tokens
-    rows = load_dataset("json", data_files=str(data / "train.jsonl"), split="train")
+    rows = weighted_rows(
+        load_dataset("json", data_files=str(data / "train.jsonl"), split="train"),
+        recipe.public_repeat,
+        recipe.seed,
+    )
     loss = MultipleNegativesRankingLoss(model)
     args = SentenceTransformerTrainingArguments(
         output_dir=str(work),

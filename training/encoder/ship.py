@@ -74,6 +74,8 @@ def card_text(run: dict[str, Any], figures_path: Path = FIGURES) -> str:
         f"- Questions read: {d['questions_read']} (data/questions/questions-*.jsonl; each row's source is a"
         " URL or `written`).",
         f"- Rows: {d['rows'].get('train', 0)} train, {d['rows'].get('val', 0)} held out (split by quote).",
+        f"- Real players' posts: {d['outcomes'].get('provenance-public-qa', 0)} of the questions read, each"
+        f" row of one seen {r.get('public_repeat', 1)} time(s) an epoch (written rows once).",
         "- Dropped by the evaluation guard (every evaluation question, quote, rule and source, and"
         f" eval/reserved.py's reserved questions): {dropped}"
         + ("." if dropped else " (such rows are deleted from data/questions: none were left to drop)."),

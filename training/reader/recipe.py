@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from training.runs import train_resumably
+from training.runs import train_resumably, weighted_rows
 
 log = logging.getLogger(__name__)
 
@@ -81,22 +81,6 @@ def reader_model(base: Path, max_tokens: int) -> Any:
     return CrossEncoder(modules=[encoder, pooling, score], device="cpu")
 
 
-def weighted_rows(rows: Any, recipe: Recipe) -> Any:
-    """The loss's columns only (question, positive, negatives), each real post repeated ``public_repeat``
-    times: real posts are what the product is measured on, and a few hundred of them sit among thousands
-    of written questions."""
-    from datasets import concatenate_datasets
-
-    if "public" not in rows.column_names:
-        return rows
-    if recipe.public_repeat > 1:
-        public = rows.filter(lambda r: bool(r["public"]))
-        if len(public):
-            rows = concatenate_datasets([rows] + [public] * (recipe.public_repeat - 1))
-            rows = rows.shuffle(seed=recipe.seed)
-    return rows.remove_columns("public")
-
-
 def train_once(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]:
     """The final model of this recipe in ``work`` and its run's log: read back when ``work`` holds one
     trained with exactly this recipe, else trained (a changed recipe, more steps say, resumes from the newest
@@ -124,7 +108,11 @@ def train(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]
     torch.set_num_threads(recipe.threads)
     torch.manual_seed(recipe.seed)
     model = reader_model(base_folder(work, recipe), recipe.max_tokens)
-    rows = weighted_rows(load_dataset("json", data_files=str(data / "train.jsonl"), split="train"), recipe)
+    rows = weighted_rows(
+        load_dataset("json", data_files=str(data / "train.jsonl"), split="train"),
+        recipe.public_repeat,
+        recipe.seed,
+    )
     loss = MultipleNegativesRankingLoss(model, num_negatives=recipe.in_batch)
     args = CrossEncoderTrainingArguments(
         output_dir=str(work),
