@@ -8,7 +8,9 @@ never the evaluation's files: the training guard drops any that overlap them) ar
 voices. Each one whose answer lies in exactly one category's sections becomes an example of that category,
 with its provenance. One question in five (by a hash of its text, ``HELD_OUT_FOLD``) is never written: the
 threshold is measured on those (training/category/calibrate.py), so it is never fitted on its own
-examples. The rows go to ``<slug>.learned.jsonl`` beside the map, which names the file (``learned = ...``).
+examples. Nor is a question of the split every other trainer holds out (``training.questions.split_of``),
+so the held-out real posts (`rulesage train held-out`) stay unseen by the leg too. The rows go to
+``<slug>.learned.jsonl`` beside the map, which names the file (``learned = ...``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ class Labelled:
     question: str
     categories: frozenset[str]  # empty: the answer lies outside every mapped section
     source: str  # 'written', or the URL of the public post
+    # in the split every trainer holds out (training.questions.split_of): never an example
+    held_out: bool = False
 
 
 def mapped_games(conn: Any) -> list[tuple[str, int]]:
@@ -56,7 +60,7 @@ def label(conn: Any, slug: str, game_id: int, pattern: str = QUESTIONS) -> list[
     """The game's training questions whose answering passage is on the shelf, with the categories whose
     sections hold it."""
     from training.pool import FamilyIndex
-    from training.questions import eval_guard, family_ids, load_questions, positive_of
+    from training.questions import eval_guard, family_ids, load_questions, positive_of, split_of
 
     guard = eval_guard()
     questions = [q for q in load_questions(pattern) if q.game == slug and not guard.touches(q)]
@@ -76,8 +80,19 @@ def label(conn: Any, slug: str, game_id: int, pattern: str = QUESTIONS) -> list[
         cats: set[str] = set()
         for i in supporters:
             cats |= members.get(index.passages[i].id, set())
-        out.append(Labelled(q.question, frozenset(cats), q.provenance))
+        out.append(Labelled(q.question, frozenset(cats), q.provenance, split_of(q, 0.1) == "val"))
     return out
+
+
+def examples(labelled: list[Labelled]) -> list[dict[str, str]]:
+    """The learned examples: questions answered in exactly one category's sections, neither in the
+    calibration fold nor in the trainers' held-out split, sorted by category and question."""
+    rows = [
+        {"category": next(iter(x.categories)), "question": x.question, "source": x.source}
+        for x in labelled
+        if len(x.categories) == 1 and fold(x.question) != HELD_OUT_FOLD and not x.held_out
+    ]
+    return sorted(rows, key=lambda r: (r["category"], r["question"]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,12 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         if not games:
             return 2
         for slug, game_id in games:
-            rows = [
-                {"category": next(iter(x.categories)), "question": x.question, "source": x.source}
-                for x in label(conn, slug, game_id)
-                if len(x.categories) == 1 and fold(x.question) != HELD_OUT_FOLD
-            ]
-            rows.sort(key=lambda r: (r["category"], r["question"]))
+            rows = examples(label(conn, slug, game_id))
             path = Path(ns.out) / f"{slug}.learned.jsonl"
             path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
             print(f"{slug}: {len(rows)} learned examples -> {path}")
