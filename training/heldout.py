@@ -25,10 +25,6 @@ from typing import Any
 
 from training.questions import Question, load_questions, rule_row, split_of
 
-log = logging.getLogger("training.heldout")
-
-VAL_SHARE = 0.1  # every trainer's default (--val-share)
-
 
 def rule_quotes(texts: list[str], rule: str) -> list[str]:
     """Quotes that find ``rule`` in its rows' texts: a sub-rule's own line ("702.19b The controller ..."),
@@ -64,7 +60,7 @@ def gold_rows(
     rows: list[dict[str, Any]] = []
     counts: Counter[str] = Counter()
     for q in questions:
-        if not q.answerable or split_of(q, VAL_SHARE) != "val":
+        if not q.answerable or split_of(q) != "val":
             continue
         if not (q.public_post or written):
             counts["written-skipped"] += 1
@@ -107,9 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     questions = load_questions(args.questions)
-    wanted = {
-        (q.doc, q.rule) for q in questions if q.rule and not q.quote and split_of(q, VAL_SHARE) == "val"
-    }
+    wanted = {(q.doc, q.rule) for q in questions if q.rule and not q.quote and split_of(q) == "val"}
     rules: dict[tuple[str, str], list[str]] = {}
     if wanted:
         from rulesage import db

@@ -207,7 +207,12 @@ def space_embedder(conn: psycopg.Connection) -> Any:
     return embedder_for(space[1]) if space else shared_embedder()
 
 
-def split_of(q: Question, val_share: float) -> str:
+# The share of the questions every trainer holds out (each recipe's default): one split, so a question held
+# out by one model is held out by all, and `rulesage train held-out` can measure on them.
+VAL_SHARE = 0.1
+
+
+def split_of(q: Question, val_share: float = VAL_SHARE) -> str:
     """Held-out by quote (questions on one quote never straddle the split), stable across runs."""
     h = int(hashlib.sha256(f"{q.doc}|{normalise(q.quote or q.rule)}".encode()).hexdigest()[:8], 16)
     return "val" if h / 0xFFFFFFFF < val_share else "train"
@@ -259,7 +264,7 @@ def build_groups(
     negatives: int,
     pseudo: int,
     seed: int,
-    val_share: float = 0.1,
+    val_share: float = VAL_SHARE,
     pool_depth: int = 40,
 ) -> tuple[list[Group], Counter[str], dict[int, FamilyIndex]]:
     """Groups of (question, positive, hard negatives). Returns the groups, counts per outcome, the indexes."""

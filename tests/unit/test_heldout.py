@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rulesage.eval.gold import found
-from training.heldout import VAL_SHARE, gold_rows, rule_quotes
+from training.heldout import gold_rows, rule_quotes
 from training.questions import Question, split_of
 
 RULE_704_5 = [
@@ -42,7 +42,7 @@ def held(n: int, **kw: str) -> list[Question]:
     while len(out) < n:
         i += 1
         q = question(f"Question {i}?", **{k: v.format(i=i) for k, v in kw.items()})
-        if split_of(q, VAL_SHARE) == "val":
+        if split_of(q) == "val":
             out.append(q)
     return out
 
@@ -72,7 +72,7 @@ def test_only_held_out_real_posts_become_gold_rows_matched_by_the_gold_rule() ->
     trained = next(
         q
         for i in range(100)
-        if split_of(q := question(f"T {i}?", quote=f"Trained {i} is on the other side of the split."), 0.1)
+        if split_of(q := question(f"T {i}?", quote=f"Trained {i} is on the other side of the split."))
         == "train"
     )
     silent = Question(**{**real[0].__dict__, "answerable": False, "question": "Silent?"})

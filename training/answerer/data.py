@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from training.questions import VAL_SHARE
+
 ROOT = Path(__file__).resolve().parents[2]
 
 QUESTIONS = "data/questions/questions-*.jsonl"
@@ -151,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--train-share", type=float, default=0.3, help="of the reader's training rows")
-    ap.add_argument("--val-share", type=float, default=0.1, help="the reader's held-out share (its default)")
+    ap.add_argument(
+        "--val-share", type=float, default=VAL_SHARE, help="the reader's held-out share (its default)"
+    )
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--questions", default=QUESTIONS, help="the training files (a glob under the root)")
     ns = ap.parse_args(argv)

@@ -80,7 +80,7 @@ def label(conn: Any, slug: str, game_id: int, pattern: str = QUESTIONS) -> list[
         cats: set[str] = set()
         for i in supporters:
             cats |= members.get(index.passages[i].id, set())
-        out.append(Labelled(q.question, frozenset(cats), q.provenance, split_of(q, 0.1) == "val"))
+        out.append(Labelled(q.question, frozenset(cats), q.provenance, split_of(q) == "val"))
     return out
 
 

@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from rulesage.ingest.store import active_space, embed_text
+from training.questions import VAL_SHARE
 
 NEGATIVE_DEPTH = 5  # the hard negative is drawn among the election's first 5 passages that do not answer
 
 
-def build(pattern: str, out: Path, seed: int, val_share: float = 0.1) -> dict[str, Any]:
+def build(pattern: str, out: Path, seed: int, val_share: float = VAL_SHARE) -> dict[str, Any]:
     """Write train.jsonl and val.jsonl under ``out``; return the counts of what was kept and dropped."""
     from rulesage import db
     from training.questions import build_groups, load_questions

@@ -21,12 +21,13 @@ from typing import Any
 
 from rulesage.ingest.store import active_space
 from services.rerank.window import reader_text, window
+from training.questions import VAL_SHARE
 
 NEGATIVES = 5  # hard negatives per row
 DEPTH = 12  # drawn among the election's first 12 passages that do not answer
 
 
-def build(pattern: str, out: Path, seed: int, val_share: float = 0.1) -> dict[str, Any]:
+def build(pattern: str, out: Path, seed: int, val_share: float = VAL_SHARE) -> dict[str, Any]:
     """Write train.jsonl and val.jsonl under ``out`` (val rows keep the whole pool, for measuring the
     order); return the counts of what was kept and dropped."""
     from rulesage import db

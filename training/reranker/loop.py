@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from training.questions import VAL_SHARE
+
 log = logging.getLogger("rerank.train")
 SCALE = 20.0  # the head's cosine scale (training.reranker.model.SCALE)
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +72,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     )
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=13)
-    p.add_argument("--val-share", type=float, default=0.1)
+    p.add_argument("--val-share", type=float, default=VAL_SHARE)
     p.add_argument("--out", default=str(ROOT / "services/rerank/model"), help="'' to ship nothing")
     p.add_argument("--work", default=str(ROOT / "artifacts/reranker"), help="exports, metrics")
     p.add_argument("--eval-depth", type=int, default=40, help="held-out pool depth reranked when measuring")
