@@ -220,6 +220,10 @@ def cmd_serve(ns: argparse.Namespace) -> int:
 TRAINABLE = {
     "encoder": ("training.encoder.cli:main", "the search encoder (MiniLM-L6 tuned on our books)"),
     "reranker": ("training.reranker:main", "the careful reader's head over the encoder's window states"),
+    "reranker-pools": (
+        "training.reranker.pools:main",
+        "no model: the served election's candidates for the head's training questions",
+    ),
     "reader": ("training.reader.cli:main", "the cross reader (question and window read together)"),
     "category": ("training.category.learn:main", "the category leg's learned examples"),
     "category-calibration": ("training.category.calibrate:main", "the category leg's ballot threshold"),

@@ -199,6 +199,17 @@ class Road:
         out.wrench.trace_id = out.trace_id
         return out
 
+    async def fuse_only(self, game: str, question: str) -> SearchOutcome:
+        """The fusion call alone: the fused candidates in order, no rerank (the reader's training pools,
+        drawn from the very election an ask runs)."""
+        await self.open()
+        question = clean_question(question, self.settings.rulesage_max_question_chars)
+        g = await self.catalog.game(game)
+        out = SearchOutcome(g.slug, g.name, question, started=time.perf_counter())
+        out.deadline = time.monotonic() + 1e9
+        await self._fuse(out)
+        return out
+
     @staticmethod
     def _left(out: SearchOutcome, cap: float) -> float:
         return max(0.05, min(cap, out.deadline - time.monotonic()))

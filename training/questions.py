@@ -26,7 +26,7 @@ import logging
 import random
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -266,8 +266,14 @@ def build_groups(
     seed: int,
     val_share: float = VAL_SHARE,
     pool_depth: int = 40,
+    pools: Mapping[tuple[str, str], Sequence[int]] | None = None,
 ) -> tuple[list[Group], Counter[str], dict[int, FamilyIndex]]:
-    """Groups of (question, positive, hard negatives). Returns the groups, counts per outcome, the indexes."""
+    """Groups of (question, positive, hard negatives). Returns the groups, counts per outcome, the indexes.
+
+    ``pools``: (game, question) -> passage ids best first, the served election's candidates
+    (``training.reranker.pools``). With them a group's pool and negatives are the served candidates, its
+    positive the best-placed candidate that holds the quote (the stand-in's first holder when none does),
+    and a question without a pool is left out; pseudo-queries have no served pool and are left out too."""
     rng = random.Random(seed)
     counts: Counter[str] = Counter()
     fams = family_ids(conn)
@@ -290,16 +296,38 @@ def build_groups(
             continue
         counts["provenance-" + ("public-qa" if q.public_post else "written")] += 1
         todo.append((q, fam, pos, supporters))
-    if pseudo:
+    if pseudo and pools is None:
         per_family = max(pseudo // max(len(indexes), 1), 1)
         for fam, index in sorted(indexes.items()):
             for head, i in pseudo_queries(index, per_family, rng):
                 q = Question("", index.passages[i].doc_key, None, "", head, "pseudo")
                 todo.append((q, fam, i, {i}))
-    vecs: Any = space_embedder(conn).embed_queries([q.question for q, _, _, _ in todo]) if todo else []
+    if pools is not None:
+        served: dict[int, list[int]] = {}
+        kept: list[tuple[Question, int, int, set[int]]] = []
+        for item in todo:
+            q, fam, _, _ = item
+            ids = pools.get((q.game, q.question))
+            if ids is None:
+                counts["no-served-pool"] += 1
+                continue
+            position = indexes[fam].position
+            served[len(kept)] = [position[i] for i in ids[:pool_depth] if i in position]
+            kept.append(item)
+        todo = kept
+    vecs: Any = (
+        space_embedder(conn).embed_queries([q.question for q, _, _, _ in todo])
+        if todo and pools is None
+        else [None] * len(todo)
+    )
     groups = []
-    for (q, fam, pos, supporters), vec in zip(todo, vecs, strict=True):
-        fused = indexes[fam].fused(conn, q.question, vec, k=pool_depth)
+    for n, ((q, fam, pos, supporters), vec) in enumerate(zip(todo, vecs, strict=True)):
+        if pools is None:
+            fused = indexes[fam].fused(conn, q.question, vec, k=pool_depth)
+        else:
+            fused = served[n]
+            pos = next((i for i in fused if i in supporters), pos)
+            counts["positive-in-served-pool" if pos in fused else "positive-outside-served-pool"] += 1
         # Hard negatives: the election's top candidates that do not hold the quote, best first.
         chosen = [i for i in fused if i not in supporters][:negatives]
         if len(chosen) < min(negatives, 4):

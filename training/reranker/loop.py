@@ -47,6 +47,20 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default=-1.0,
         help="weight of the fused order when serving; -1: the one best on the held-out questions (val)",
     )
+    p.add_argument(
+        "--pools",
+        default="",
+        help="the served election's candidates (rulesage train reranker-pools): each group's pool and "
+        "negatives are the fusion service's candidates instead of the stand-in election's (pass --pool 48 "
+        "--eval-depth 48 to read as deep as the road does)",
+    )
+    p.add_argument(
+        "--prior-in-loss",
+        type=float,
+        default=0.0,
+        help="train on the served score, score - W * ln(1 + fused position), so the head learns what the "
+        "fused order misses; W is then the served fused prior unless --fused-prior names one (0: off)",
+    )
     p.add_argument("--hidden", type=int, default=128, help="the head's hidden width")
     p.add_argument("--max-tokens", type=int, default=256, help="window word pieces ([CLS]/[SEP] included)")
     p.add_argument(
@@ -146,12 +160,19 @@ class Trainer:
             s, _ = head.score(*self.tensors(n, members))
         return s.numpy()
 
+    def positions(self, n: int, members: list[int]) -> np.ndarray:
+        """Each member's place in its group's pool (one past the end when the pool lacks it)."""
+        g = self.groups[n]
+        at = {i: r for r, i in enumerate(g.pool)}
+        return np.asarray([at.get(i, len(g.pool)) for i in members], dtype=np.float32)
+
     def val_metrics(self, head, val: list[int]) -> dict[str, float]:  # type: ignore[no-untyped-def]
-        """Recall@8 / MRR@10 of the head's order over each held-out question's pool."""
+        """Recall@8 / MRR@10 of the head's order over each held-out question's pool (the served order, the
+        fused prior subtracted, when the loss reads it)."""
         r8, rr = 0, 0.0
         for n in val:
             g = self.groups[n]
-            s = self.scores(head, n, g.pool)
+            s = self.scores(head, n, g.pool) - self.args.prior_in_loss * np.log1p(np.arange(len(g.pool)))
             order = [g.pool[i] for i in np.argsort(-s, kind="stable")]
             r8 += any(i in g.supporters for i in order[:8])
             rr += next((1.0 / r for r, i in enumerate(order[:10], 1) if i in g.supporters), 0.0)
@@ -220,7 +241,10 @@ class Trainer:
                 total = 0.0
                 for n in batch:
                     g = self.groups[n]
-                    s, _ = head.score(*self.tensors(n, [g.positive, *g.negatives]))
+                    members = [g.positive, *g.negatives]
+                    s, _ = head.score(*self.tensors(n, members))
+                    if args.prior_in_loss:
+                        s = s - args.prior_in_loss * torch.log1p(torch.from_numpy(self.positions(n, members)))
                     loss = torch.nn.functional.cross_entropy(s.unsqueeze(0), torch.zeros(1, dtype=torch.long))
                     (loss / len(batch)).backward()
                     total += float(loss) / len(batch)
@@ -265,8 +289,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         questions = random.Random(args.seed).sample(questions, min(args.limit, len(questions)))
     t0 = time.perf_counter()
+    pools = None
+    if args.pools:
+        from training.reranker.pools import load_pools
+
+        pools = load_pools(args.pools)
     groups, counts, indexes = build_groups(
-        conn, questions, args.negatives, args.pseudo, args.seed, args.val_share, args.pool
+        conn, questions, args.negatives, args.pseudo, args.seed, args.val_share, args.pool, pools
     )
     log.info("groups in %.1f min: %s", (time.perf_counter() - t0) / 60, dict(counts))
     report: dict = {"args": vars(args), "questions_read": len(questions), "data": dict(counts)}
@@ -293,7 +322,9 @@ def main(argv: list[str] | None = None) -> int:
         "inputs": ["input_ids", "attention_mask", "token_type_ids"],
         # Served score = model score - fused_prior * ln(1 + position in the fused list); chosen on the
         # held-out helper questions (val), never on gold.
-        "fused_prior": args.fused_prior if args.fused_prior >= 0 else best_prior(report["val"]),
+        "fused_prior": (
+            args.fused_prior if args.fused_prior >= 0 else args.prior_in_loss or best_prior(report["val"])
+        ),
     }
     (work / "reranker.json").write_text(json.dumps(config, indent=1) + "\n")
     scorer = TrainedScorer(work / "reranker-int8.onnx", opts)

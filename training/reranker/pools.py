@@ -1,0 +1,120 @@
+"""The served election's candidate pools for the head's training questions.
+
+usage: rulesage train reranker-pools --out FILE [--questions GLOB] [--depth 48] [--limit N] [--concurrency 3]
+       (against a running mesh over the whole shelf: `rulesage up --detach` first)
+
+The head is served on the fusion service's first 48 candidates (four arms, the alias and card lanes, RRF
+k=60) and its served score reads their fused order (``score - prior * ln(1 + position)``). The stand-in
+election of ``training.pool`` (full text + dense, two arms) ranks differently, so a head trained on its pools
+learns against negatives and positions the service never shows it. This walks every answerable training
+question that the evaluation guard lets through the fusion service, exactly as an ask does, and writes one
+JSON line per question: the game, the question as the training file has it, and the fused candidates'
+passage ids best first (``ids``), or ``degraded`` with the stages that fell back (such a row trains nothing).
+``rulesage train reranker --pools FILE`` reads it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+QUESTIONS = "data/questions/questions-*.jsonl"
+DEPTH = 48  # the road's rulesage_rerank_candidates: what the head reads
+
+
+def degraded_stages(wrench: dict[str, Any]) -> list[str]:
+    """Arms and fusion that did not answer OK in one ask's wrench."""
+    out = [a["arm"] for a in wrench.get("arms", []) if a.get("state") != "ok"]
+    if (wrench.get("fusion") or {}).get("state") != "ok":
+        out.append("fusion")
+    return out
+
+
+async def collect(rows: list[Any], out_path: Path, depth: int, concurrency: int) -> dict[str, int]:
+    from rulesage.road import BadQuestion, Road
+
+    road = Road()
+    await road.open()
+    counts = {"pools": 0, "degraded": 0, "refused": 0}
+    gate = asyncio.Semaphore(concurrency)
+    t0 = time.monotonic()
+    done = 0
+
+    async def one(q: Any) -> dict[str, Any] | None:
+        nonlocal done
+        async with gate:
+            try:
+                out = await road.fuse_only(q.game, q.question)
+            except BadQuestion:
+                counts["refused"] += 1
+                return None
+        done += 1
+        if done % 250 == 0:
+            print(
+                f"  {done}/{len(rows)} ({done / (time.monotonic() - t0):.1f}/s)", file=sys.stderr, flush=True
+            )
+        rec: dict[str, Any] = {"game": q.game, "question": q.question}
+        bad = degraded_stages(out.wrench.to_json())
+        if bad or not out.candidates:
+            rec["degraded"] = bad or ["no candidates"]
+            counts["degraded"] += 1
+        else:
+            rec["ids"] = [int(p.id) for p in out.candidates[:depth]]
+            counts["pools"] += 1
+        return rec
+
+    try:
+        recs = await asyncio.gather(*(one(q) for q in rows))
+    finally:
+        await road.close()
+    with out_path.open("w", encoding="utf-8") as f:
+        for rec in recs:
+            if rec is not None:
+                f.write(json.dumps(rec) + "\n")
+    return counts
+
+
+def load_pools(path: str | Path) -> dict[tuple[str, str], list[int]]:
+    """(game, question) -> the fused candidates' passage ids, best first; degraded rows left out."""
+    out: dict[tuple[str, str], list[int]] = {}
+    with Path(path).open(encoding="utf-8") as f:
+        for line in f:
+            rec = json.loads(line)
+            if "ids" in rec:
+                out[(rec["game"], rec["question"])] = [int(i) for i in rec["ids"]]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from training.questions import eval_guard, load_questions
+
+    ap = argparse.ArgumentParser(prog="rulesage train reranker-pools", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="the JSONL file to write (keep it under artifacts/)")
+    ap.add_argument("--questions", default=QUESTIONS, help="the training files (a glob under the root)")
+    ap.add_argument("--depth", type=int, default=DEPTH, help="fused candidates kept per question")
+    ap.add_argument("--limit", type=int, default=0, help="only the first N questions (a smoke run)")
+    ap.add_argument("--concurrency", type=int, default=3, help="asks in flight at once")
+    ns = ap.parse_args(argv)
+    guard = eval_guard()
+    rows = [
+        q
+        for q in load_questions(str(ROOT / ns.questions), silent=True)
+        if q.answerable and not guard.touches(q)
+    ]
+    if ns.limit:
+        rows = rows[: ns.limit]
+    print(f"{len(rows)} questions", file=sys.stderr)
+    t0 = time.monotonic()
+    counts = asyncio.run(collect(rows, Path(ns.out), ns.depth, ns.concurrency))
+    print(json.dumps({**counts, "minutes": round((time.monotonic() - t0) / 60, 1)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
