@@ -181,14 +181,10 @@ class Road:
     # -- the search span ------------------------------------------------------------------------------------
     async def search(self, game: str, question: str, *, deadline_s: float | None = None) -> SearchOutcome:
         """Fusion + rerank. ``deadline_s`` caps the whole search span (each stage keeps its own cap too)."""
-        await self.open()
-        question = clean_question(question, self.settings.rulesage_max_question_chars)
-        g = await self.catalog.game(game)
-        out = SearchOutcome(g.slug, g.name, question, started=time.perf_counter())
-        out.deadline = time.monotonic() + (deadline_s or 1e9)  # per ask: concurrent searches never share it
+        out = await self._outcome(game, question, deadline_s)
         tracer = telemetry.tracer()
         t0 = time.perf_counter()
-        with tracer.start_as_current_span("search", attributes={"game": g.slug}) as span:
+        with tracer.start_as_current_span("search", attributes={"game": out.game}) as span:
             out.trace_id = telemetry.current_trace_id()
             fused = await self._fuse(out)
             if fused is not None:
@@ -202,12 +198,17 @@ class Road:
     async def fuse_only(self, game: str, question: str) -> SearchOutcome:
         """The fusion call alone: the fused candidates in order, no rerank (the reader's training pools,
         drawn from the very election an ask runs)."""
+        out = await self._outcome(game, question, None)
+        await self._fuse(out)
+        return out
+
+    async def _outcome(self, game: str, question: str, deadline_s: float | None) -> SearchOutcome:
+        """A search's start: the question cleaned (or refused), the game looked up, the deadline set."""
         await self.open()
         question = clean_question(question, self.settings.rulesage_max_question_chars)
         g = await self.catalog.game(game)
         out = SearchOutcome(g.slug, g.name, question, started=time.perf_counter())
-        out.deadline = time.monotonic() + 1e9
-        await self._fuse(out)
+        out.deadline = time.monotonic() + (deadline_s or 1e9)  # per ask: concurrent searches never share it
         return out
 
     @staticmethod

@@ -303,7 +303,7 @@ def build_groups(
                 q = Question("", index.passages[i].doc_key, None, "", head, "pseudo")
                 todo.append((q, fam, i, {i}))
     if pools is not None:
-        served: dict[int, list[int]] = {}
+        served: list[list[int]] = []  # beside the questions kept, in order
         kept: list[tuple[Question, int, int, set[int]]] = []
         for item in todo:
             q, fam, _, _ = item
@@ -312,7 +312,7 @@ def build_groups(
                 counts["no-served-pool"] += 1
                 continue
             position = indexes[fam].position
-            served[len(kept)] = [position[i] for i in ids[:pool_depth] if i in position]
+            served.append([position[i] for i in ids[:pool_depth] if i in position])
             kept.append(item)
         todo = kept
     vecs: Any = (

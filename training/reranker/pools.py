@@ -25,22 +25,16 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTIONS = "data/questions/questions-*.jsonl"
-DEPTH = 48  # the road's rulesage_rerank_candidates: what the head reads
 
 
-def degraded_stages(wrench: dict[str, Any]) -> list[str]:
-    """Arms and fusion that did not answer OK in one ask's wrench."""
-    out = [a["arm"] for a in wrench.get("arms", []) if a.get("state") != "ok"]
-    if (wrench.get("fusion") or {}).get("state") != "ok":
-        out.append("fusion")
-    return out
-
-
-async def collect(rows: list[Any], out_path: Path, depth: int, concurrency: int) -> dict[str, int]:
+async def collect(rows: list[Any], out_path: Path, depth: int | None, concurrency: int) -> dict[str, int]:
+    """``depth``: fused candidates kept per question; None, as many as the road hands the reader."""
+    from rulesage.core.models import degraded
     from rulesage.road import BadQuestion, Road
 
     road = Road()
     await road.open()
+    depth = depth or road.settings.rulesage_rerank_candidates
     counts = {"pools": 0, "degraded": 0, "refused": 0}
     gate = asyncio.Semaphore(concurrency)
     t0 = time.monotonic()
@@ -60,7 +54,10 @@ async def collect(rows: list[Any], out_path: Path, depth: int, concurrency: int)
                 f"  {done}/{len(rows)} ({done / (time.monotonic() - t0):.1f}/s)", file=sys.stderr, flush=True
             )
         rec: dict[str, Any] = {"game": q.game, "question": q.question}
-        bad = degraded_stages(out.wrench.to_json())
+        bad = [
+            f"arm:{name}" if kind == "arm" else name
+            for kind, name, _ in degraded(out.wrench.to_json(), ("fusion",))
+        ]
         if bad or not out.candidates:
             rec["degraded"] = bad or ["no candidates"]
             counts["degraded"] += 1
@@ -97,7 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rulesage train reranker-pools", description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="the JSONL file to write (keep it under artifacts/)")
     ap.add_argument("--questions", default=QUESTIONS, help="the training files (a glob under the root)")
-    ap.add_argument("--depth", type=int, default=DEPTH, help="fused candidates kept per question")
+    ap.add_argument(
+        "--depth",
+        type=int,
+        default=None,
+        help="fused candidates kept per question (default: what the road hands the reader, 48)",
+    )
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions (a smoke run)")
     ap.add_argument("--concurrency", type=int, default=3, help="asks in flight at once")
     ns = ap.parse_args(argv)
