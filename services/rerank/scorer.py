@@ -200,7 +200,7 @@ class TrainedScorer:
         prior = f"+fused-prior{self.prior:g}" if self.prior else ""
         sha = sha256_file(path)[:12]  # 24 MB: hashed once at start
         self.identity = f"{path.name}@{sha}{prior}"
-        self.states_key = states_key(path, max_tokens, sha)
+        self.states_key = states_key(path, max_tokens, graph_sha(encoder))
 
     def _encode(self, rows: Sequence[Sequence[int]]) -> list[np.ndarray]:
         """One row per run. The int8 graph quantises activations with one scale per run, so in a batch a
@@ -278,7 +278,24 @@ def window_tokens(path: Path, opts: RuntimeOptions, cfg: dict[str, Any] | None =
     return min(opts.max_tokens, int(cfg.get("max_window_tokens", opts.max_tokens)))
 
 
-def states_key(path: Path, max_tokens: int, sha: str = "") -> str:
-    """What stored window states depend on: the encoder (the model file) and the window's token budget.
-    ``sha``: the file's sha256 prefix when the caller has it already."""
-    return f"{path.name}@{sha or sha256_file(path)[:12]}/t{max_tokens}/row"  # /row: one window per run
+def graph_sha(model: Any) -> str:
+    """The sha256 prefix of an ONNX graph's serialised bytes."""
+    return hashlib.sha256(model.SerializeToString()).hexdigest()[:12]
+
+
+def encoder_sha(path: Path) -> str:
+    """The sha256 prefix of the model file's encoder half (the graph up to ``last_hidden_state``)."""
+    import onnx
+    from onnx.utils import Extractor
+
+    half = Extractor(onnx.load(str(path))).extract_model(
+        ["input_ids", "attention_mask", "token_type_ids"], ["last_hidden_state"]
+    )
+    return graph_sha(half)
+
+
+def states_key(path: Path, max_tokens: int, encoder: str = "") -> str:
+    """What stored window states depend on: the encoder half of the model file (not its head: a retrained
+    head over the same frozen encoder reads the same states) and the window's token budget. ``encoder``:
+    the encoder half's sha256 prefix when the caller has it already."""
+    return f"encoder@{encoder or encoder_sha(path)}/t{max_tokens}/row"  # /row: one window per run

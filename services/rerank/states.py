@@ -7,9 +7,10 @@ encodes only the question and runs the small head over the stored states: a forw
 (~0.8-1.7 s on 2 cores) becomes a read of 80 rows plus ~70 ms of head.
 
 Storage: per window, its token states (``tokens x 384``) as int8 with one float32 scale per token (absmax),
-about 99 KB for a full 256-token window; rows are keyed by passage and stamped with the reranker identity and
-the sha256 of the passage text, so a new model or a changed text is a miss, never a wrong state. A miss is
-encoded on the spot (the old cost) and written back.
+about 99 KB for a full 256-token window; rows are keyed by passage and stamped with the reranker's encoder
+half (a retrained head over the same frozen encoder reads the same states) and the sha256 of the passage
+text, so a new encoder or a changed text is a miss, never a wrong state. A miss is encoded on the spot (the
+old cost) and written back.
 """
 
 from __future__ import annotations

@@ -67,3 +67,37 @@ def test_scoring_from_stored_states_matches_scoring_from_text() -> None:
     # some stored, some not: the missing one is encoded on the spot
     mixed, _ = scorer.score_and_cosine(q, PASSAGES, [stored[0], None, stored[2]])
     assert np.allclose(mixed, from_states, atol=0.15)
+
+
+def _perturbed(tmp_path, part: str):  # type: ignore[no-untyped-def]
+    """The shipped model file with one initializer of its encoder or of its head changed."""
+    import onnx
+    from onnx import numpy_helper
+
+    from services.rerank.scorer import MODEL_FILE
+
+    model = onnx.load(str(MODEL_FILE))
+    for init in model.graph.initializer:
+        if init.name.startswith("head/") == (part == "head") and init.data_type == onnx.TensorProto.FLOAT:
+            a = numpy_helper.to_array(init).copy()
+            if a.size > 1:
+                a.flat[0] += 1.0
+                init.CopyFrom(numpy_helper.from_array(a, init.name))
+                break
+    path = tmp_path / part / MODEL_FILE.name
+    path.parent.mkdir()
+    onnx.save(model, str(path))
+    return path
+
+
+def test_stored_states_are_keyed_by_the_encoder_half_not_the_head(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from services.rerank.scorer import MODEL_FILE, sha256_file, states_key
+
+    head, encoder = _perturbed(tmp_path, "head"), _perturbed(tmp_path, "encoder")
+    assert len({sha256_file(p) for p in (MODEL_FILE, head, encoder)}) == 3
+    # a retrained head over the same frozen encoder reads the states already drawn; a new encoder does not
+    assert states_key(head, 256) == states_key(MODEL_FILE, 256)
+    assert states_key(encoder, 256) != states_key(MODEL_FILE, 256)
+    assert states_key(MODEL_FILE, 128) != states_key(MODEL_FILE, 256)
+    scorer = TrainedScorer(head, RuntimeOptions(threads=1))
+    assert scorer.states_key == states_key(MODEL_FILE, scorer.tokens.max_tokens)
