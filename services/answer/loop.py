@@ -69,6 +69,12 @@ class CardView:
     type_line: str
     oracle: str
     rulings: tuple[str, ...] = ()
+    written: str = ""  # the question's words that named it (a nickname, a near spelling)
+
+
+def known_names(cards: Sequence[CardView]) -> tuple[str, ...]:
+    """The cards' names and the words that named them, lower-cased: names the book never prints."""
+    return tuple(sorted({t.lower() for c in cards for t in (c.name, c.written) if t}))
 
 
 @dataclass(frozen=True)

@@ -215,11 +215,23 @@ def sentence_features(question: str, shown: Sequence[Shown]) -> np.ndarray:
     return np.asarray(rows, dtype=np.float64).reshape(-1, len(SENTENCE_FEATURES))
 
 
+def unknown_names(question: str, known: Sequence[str] = ()) -> list[str]:
+    """The question's names (``names``) less those a card table knows: ``known`` holds the lower-cased names
+    of the cards the question names and the words that named them. A card's name is never printed in its
+    game's rules, so it says nothing about whether the book speaks to the question."""
+    return [n for n in names(question) if not any(n in k or k in n for k in known if k)]
+
+
 def ask_features(
-    question: str, shown: Sequence[Shown], logits: np.ndarray, read: np.ndarray | None = None
+    question: str,
+    shown: Sequence[Shown],
+    logits: np.ndarray,
+    read: np.ndarray | None = None,
+    known: Sequence[str] = (),
 ) -> np.ndarray:
     """The ask's row, from the selector's logits (sentences in the order of ``sentence_features``) and the
-    sentence reader's logits over the sentences it read (``read``; without it, its columns are 0)."""
+    sentence reader's logits over the sentences it read (``read``; without it, its columns are 0).
+    ``known``: see ``unknown_names``."""
     q_set = set(terms(question))
     seen: set[str] = set()
     per_passage = []
@@ -238,9 +250,10 @@ def ask_features(
     top_rr = max(scores, default=0.0)
     second_rr = sorted(scores, reverse=True)[1] if len(scores) > 1 else top_rr
     share = len(q_set & seen) / (len(q_set) or 1)
-    named = names(question)
+    # the share of the question's names that neither the shown text nor the card table knows
+    named, unknown = names(question), unknown_names(question, known)
     shown_text = " ".join(p.text.lower() + " " + p.heading.lower() for p in shown)
-    unseen_names = sum(n not in shown_text for n in named) / len(named) if named else 0.0
+    unseen_names = sum(n not in shown_text for n in unknown) / len(named) if named else 0.0
     return np.asarray(
         [
             best,
@@ -402,6 +415,9 @@ class Answerer:
     threshold: float
     calibrated_on: str
     identity: str
+    # whether the answerability model was fitted with the card table's names known (``unknown_names``); a
+    # model fitted without them reads every name as the book's, as it was fitted
+    reads_cards: bool = False
 
     def read(self, question: str, shown: Sequence[Shown]) -> tuple[np.ndarray, float]:
         """Every sentence's selector logit, and the probability that the shown text answers the question."""
@@ -413,15 +429,22 @@ class Answerer:
         return self.selector.logits(sentence_features(question, shown)[:, self.sentence_columns])
 
     def answerable(
-        self, question: str, shown: Sequence[Shown], logits: np.ndarray, read: np.ndarray | None = None
+        self,
+        question: str,
+        shown: Sequence[Shown],
+        logits: np.ndarray,
+        read: np.ndarray | None = None,
+        known: Sequence[str] = (),
     ) -> float:
         """The probability that the shown text answers the question, from the selector's logits and, for a
-        model that reads them, the sentence reader's over the sentences it read."""
+        model that reads them, the sentence reader's over the sentences it read. ``known``: the names a card
+        table knows (``unknown_names``)."""
         if not len(logits):
             return 0.0
         if self.needs_reader and read is None:
             raise ValueError(f"{self.identity} reads the sentence reader's scores, and none was given")
-        x = ask_features(question, shown, logits, read)[self.ask_columns]
+        known = known if self.reads_cards else ()
+        x = ask_features(question, shown, logits, read, known)[self.ask_columns]
         return sigmoid(float(self.answerability.logits(x[None, :])[0]))
 
     @property
@@ -455,4 +478,6 @@ def load(path: Path = MODEL) -> Answerer:
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"the answerer's model {path} holds threshold {threshold}, outside [0, 1]")
     sha = hashlib.sha256(raw).hexdigest()[:12]
-    return Answerer(selector, answerability, threshold, str(d.get("calibrated_on", "")), f"answerer@{sha}")
+    reads_cards = bool((d.get("trained") or {}).get("known_cards", False))
+    calibrated_on = str(d.get("calibrated_on", ""))
+    return Answerer(selector, answerability, threshold, calibrated_on, f"answerer@{sha}", reads_cards)

@@ -162,12 +162,15 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
             return passages
         return with_vectors(passages, found)
 
-    async def _read(self, question: str, passages: list[ShownPassage]) -> loop.Reading | None:
-        """The selector's reading every backend is given; a failure leaves it out (never fails the ask)."""
+    async def _read(
+        self, question: str, passages: list[ShownPassage], known: tuple[str, ...] = ()
+    ) -> loop.Reading | None:
+        """The selector's reading every backend is given; a failure leaves it out (never fails the ask).
+        ``known``: the names of the cards the question names, which the book is not expected to print."""
         if self.reader is None:
             return None
         try:
-            return await asyncio.to_thread(self.reader.read, question, passages)
+            return await asyncio.to_thread(self.reader.read, question, passages, known)
         except Exception as exc:
             log.warning("answer: the quote selector failed: %s", exc)
             return None
@@ -200,12 +203,13 @@ class AnswerService(answer_pb2_grpc.AnswererServicer):
                     for r in request.priors
                 )
                 cards = tuple(
-                    loop.CardView(c.name, c.type_line, c.oracle, tuple(c.rulings)) for c in request.cards
+                    loop.CardView(c.name, c.type_line, c.oracle, tuple(c.rulings), c.written)
+                    for c in request.cards
                 )
                 reading = None
                 if self.reader is not None:
                     with timings.stage("answer.read"):
-                        reading = await self._read(question, passages)
+                        reading = await self._read(question, passages, loop.known_names(cards))
                 prompt = loop.Prompt(
                     question, request.game, tuple(passages), ctx, priors=priors, cards=cards, reading=reading
                 )

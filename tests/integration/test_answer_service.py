@@ -4,6 +4,7 @@ throwaway Postgres database, the servicer on a free port (extractive backend), a
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import os
@@ -26,7 +27,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from rulesage import runner
 from rulesage.config import shared_dir
 from rulesage.v1 import answer_pb2, answer_pb2_grpc, common_pb2
+from services.answer.backends.extractive import Reader
 from services.answer.context import PgLibrary
+from services.answer.selector import load
 from services.answer.server import AnswerService
 from services.answer.settings import AnswerSettings, calibrated_threshold
 from tests.support.throwaway_db import throwaway_database
@@ -288,6 +291,35 @@ def test_extractive_over_grpc_quotes_the_book_byte_exact_and_abstains_when_silen
     assert not silent.citations
     # the best score is reported on an abstain too: one eval run gives the pairs calibrate_threshold needs
     assert 0.0 < silent.confidence < answered.confidence
+
+
+def test_a_card_the_question_names_is_not_a_name_the_book_fails_to_print(
+    url: str, shelf: dict[str, int], extractive: AnswerSettings
+) -> None:
+    kept = passages(url, [shelf[r] for r in ("702.19b", "702.20a", "510.1a", "702.19c", "510.1c", "702.19g")])
+    question = "My Colossal Dreadmaw has trample and is blocked: where does the damage beyond lethal go?"
+    card = common_pb2.NamedCard(
+        name="Colossal Dreadmaw", written="Colossal Dreadmaw", type_line="Creature", oracle="Trample"
+    )
+    # the shipped model reads them as it was fitted; this one is told to read the card table's names
+    model = dataclasses.replace(load(), reads_cards=True)
+    threshold, source = extractive.extractive_threshold()
+    reader = Reader(model, threshold, source)
+    unknown, known = asyncio.run(
+        _ask(
+            AnswerService(extractive, reader=reader),
+            [
+                answer_pb2.AnswerRequest(question=question, game="mtg", passages=kept),
+                answer_pb2.AnswerRequest(question=question, game="mtg", passages=kept, cards=[card]),
+            ],
+        )
+    )
+    # the rules never print a card's name: named through the card table, it no longer counts against
+    # the book answering; the quote is the same either way
+    assert known.confidence > unknown.confidence
+    assert known.verdict == answer_pb2.ANSWERED
+    if unknown.verdict == answer_pb2.ANSWERED:
+        assert [c.quote for c in known.citations] == [c.quote for c in unknown.citations]
 
 
 def test_the_cosine_selector_abstains_under_its_own_calibration(url: str, shelf: dict[str, int]) -> None:

@@ -18,7 +18,7 @@ from services.answer.backends.extractive import (
     reader_order,
 )
 from services.answer.citations import Verdict, validate
-from services.answer.loop import Prompt
+from services.answer.loop import CardView, Prompt, known_names
 from services.answer.selector import (
     ASK_FEATURES,
     MODEL,
@@ -29,8 +29,10 @@ from services.answer.selector import (
     asked_apart,
     asked_sentence,
     load,
+    names,
     sentence_features,
     terms,
+    unknown_names,
 )
 from tests.support.answer_passages import MOVE as READ_MOVE
 from tests.support.answer_passages import SPELLS as READ_SPELLS
@@ -83,6 +85,46 @@ def test_ask_row_reads_the_selectors_best_and_the_questions_coverage() -> None:
     # often, sneak, attack, per, turn: "often" is not in the passage
     assert row[col["coverage"]] == pytest.approx(4 / 5)
     assert row[col["unseen_terms"]] == pytest.approx(1 / 5)
+
+
+def test_names_a_card_table_knows_are_never_unseen() -> None:
+    post = "My Myr Enforcer has Cranial Plating attached. I cast Grasp of Darkness on it, and then Goyf?"
+    assert names(post) == ["cranial plating", "goyf", "grasp of darkness", "myr enforcer"]
+    cards = (
+        CardView("Grasp of Darkness", "Instant", "Target creature gets -4/-4 until end of turn."),
+        CardView("Tarmogoyf", "Creature", "", written="Goyf"),
+        CardView("Cranial Plating", "Artifact", "", written="Cranial Platting"),
+    )
+    known = known_names(cards)
+    assert known == ("cranial plating", "cranial platting", "goyf", "grasp of darkness", "tarmogoyf")
+    # the card table's names are known, whatever the question wrote; "Myr Enforcer" is unseen by both
+    assert unknown_names(post, known) == ["myr enforcer"]
+    assert unknown_names(post) == names(post)
+    rules = shown("State-based actions: a creature with toughness 0 or less dies.", (0.6,), ((0, 62),))
+    col = ASK_FEATURES.index("unseen_names")
+    assert ask_features(post, [rules], np.array([1.0]))[col] == 1.0
+    assert ask_features(post, [rules], np.array([1.0]), known=known)[col] == pytest.approx(1 / 4)
+
+
+def test_only_a_model_fitted_with_the_card_names_reads_them() -> None:
+    model = load()
+    question = "My Colossal Dreadmaw is blocked: where does the damage beyond lethal go?"
+    rules = [
+        shown("Assign lethal damage to the blockers; the rest may go to the player.", (0.6,), ((0, 69),)),
+        shown("Trample is a static ability.", (0.3,), ((0, 28),), rerank_score=0.5),
+    ]
+    logits = model.select(question, rules)
+    known = ("colossal dreadmaw",)
+
+    def sure(reads_cards: bool, known: tuple[str, ...] = ()) -> float:
+        return dataclasses.replace(model, reads_cards=reads_cards).answerable(
+            question, rules, logits, known=known
+        )
+
+    # a model fitted without the card names reads every name as the book's, whatever it is told
+    assert sure(False, known) == sure(False)
+    assert sure(True, known) != sure(False, known)
+    assert model.answerable(question, rules, logits, known=known) == sure(model.reads_cards, known)
 
 
 def test_the_asked_sentence_is_a_posts_last_question() -> None:

@@ -7,11 +7,11 @@ Every training question of ``data/questions/questions-*.jsonl`` that the evaluat
 the real search (fusion + the careful reader) exactly as an ask does. Written per ask, one JSON line: the
 question as the road cleaned it, whether the book answers it, the reader's split of it (``val``: held out
 from the reader's training, so its ranks are as honest there as on a new question; ``train``: the reader saw
-it), the eight shown passages in the reader's order with their text, heading, pages, reader score and
-whether each holds the row's quote (or rule), and every sentence's span, MiniLM cosines (to the question,
-and to its asked sentence alone) and whether it holds the quote. The cosines are the extractive scorer's
-own (stored sentence vectors where ingest drew them), so the features computed from this file are the
-ones an ask computes.
+it), the names of the cards the question names (``known``), the eight shown passages in the reader's order
+with their text, heading, pages, reader score and whether each holds the row's quote (or rule), and every
+sentence's span, MiniLM cosines (to the question, and to its asked sentence alone) and whether it holds the
+quote. The cosines are the extractive scorer's own (stored sentence vectors where ingest drew them), so the
+features computed from this file are the ones an ask computes.
 
 Silent rows (``answerable`` false) and real posts (a URL source) are all kept; of the other answerable ones
 every held-out row and a stable ``--train-share`` of the others. An ask with a degraded stage is written
@@ -66,6 +66,7 @@ async def collect(rows: list[Any], out_path: Path) -> dict[str, int]:
     from rulesage.road import BadQuestion, Road
     from services.answer.backends.extractive import BiEncoderScorer, sentence_inputs
     from services.answer.context import PgLibrary, with_vectors
+    from services.answer.loop import CardView, known_names
     from services.answer.selector import asked_apart
     from services.answer.server import shown_of
 
@@ -95,6 +96,8 @@ async def collect(rows: list[Any], out_path: Path) -> dict[str, int]:
                     "source": q.provenance,
                     "doc": q.doc,
                     "mtg_rule": bool(q.rule),
+                    # the cards the question names, as the answer service is told them
+                    "known": list(known_names([CardView(c.name, "", "", (), c.written) for c in out.cards])),
                 }
                 if degraded or not out.passages:
                     rec["degraded"] = degraded or ["no passages"]

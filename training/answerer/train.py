@@ -1,7 +1,8 @@
 """Train the quote selector and the answerability model, calibrate the abstain threshold, write the model.
 
 usage: rulesage train answerer --asks FILE [--out services/answer/model/answerer.json]
-       [--answerability trees|linear] [--reader-seen] [--removed-weight W] [--report FILE] [--dry-run]
+       [--answerability trees|linear] [--reader-seen] [--removed-weight W] [--ignore-cards] [--report FILE]
+       [--dry-run]
 
 ``FILE`` is what ``rulesage train answerer-asks`` wrote: the training questions' asks through the real road
 (never an evaluation file; the guard ran there). The asks are split by a hash of the question: three
@@ -207,12 +208,20 @@ def main(argv: list[str] | None = None) -> int:
         " only the asks it never trained on (the careful reader's held-out split and the silent ones) are"
         " used, for fitting and calibrating alike",
     )
+    ap.add_argument(
+        "--ignore-cards",
+        action="store_true",
+        help="fit as if the asks named no cards: every name counts against the book (the recipe before)",
+    )
     ap.add_argument("--report", help="also write the figures here (JSON)")
     ap.add_argument("--dry-run", action="store_true", help="figures only, no model written")
     ns = ap.parse_args(argv)
 
     lines = Path(ns.asks).read_text(encoding="utf-8").splitlines()
     asks = [d for d in map(json.loads, lines) if not d.get("degraded")]
+    if ns.ignore_cards:
+        for a in asks:
+            a.pop("known", None)
     for a in asks:  # the reader's order, as the backend reads them (they arrive dealt ends-first)
         a["passages"] = reader_order(a["passages"])
     degraded = len(lines) - len(asks)
@@ -254,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
 
             texts = [t for p in rec["passages"] if not (drop and p["holds"]) for t in texts_of(p)]
             read_cache[key] = reader.order(rec["question"], texts, lg)[1] if len(lg) else None
-        return ask_features(rec["question"], shown, lg, read_cache.get(key))
+        return ask_features(rec["question"], shown, lg, read_cache.get(key), rec.get("known", ()))
 
     honest = [a for a in cal if a["answerable"] and a["split"] != "train"]
     seen = [a for a in cal if a["split"] == "train"]
@@ -363,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
             "ask_features": list(chosen),
             "c": ns.c,
             "answerability": ns.answerability,
+            # the asks name the cards each question names: the model reads them as known names
+            "known_cards": all("known" in a for a in asks),
             "sentence_reader": reader.identity if reader is not None else None,
             "asks": "the careful reader's held-out split and the silent asks only"
             if reader is not None

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from services.answer.citations import MIN_QUOTE_CHARS, RawAnswer, RawQuote, ShownPassage, Verdict
-from services.answer.loop import Pick, Prompt, Reading, ToolRequest
+from services.answer.loop import Pick, Prompt, Reading, ToolRequest, known_names
 from services.answer.selector import sigmoid
 from services.answer.sentences import sentence_text
 
@@ -261,6 +261,7 @@ def read_sentences(
     scorer: Scorer,
     answerer: Answerer,
     sentence_reader: SentenceReader | None = None,
+    known: Sequence[str] = (),
 ) -> tuple[list[Candidate], float]:
     """Every sentence, best first, scored by the trained quote selector (a probability) or, with the
     sentence reader, by the selector and the reader over the selector's best; and the trained
@@ -297,7 +298,7 @@ def read_sentences(
     if sentence_reader is not None and len(logits):
         texts = [t for _, inputs in per for _, _, t in inputs]
         order, read = sentence_reader.order(question, texts, logits)
-    confidence = answerer.answerable(question, shown, logits, read)
+    confidence = answerer.answerable(question, shown, logits, read, known)
     spans = [(p, s, e) for p, inputs in per for s, e, _ in inputs]
     out = [Candidate(p, s, e, sigmoid(float(v))) for (p, s, e), v in zip(spans, order, strict=True)]
     return sorted(out, key=lambda c: -c.score), confidence
@@ -328,8 +329,10 @@ class Reader:
                 " beside one (RULESAGE_ANSWER_SENTENCE_READER is off, or none is shipped)"
             )
 
-    def read(self, question: str, passages: Sequence[ShownPassage]) -> Reading:
-        ranked, sure = read_sentences(question, passages, self.scorer, self.answerer, self.sentences)
+    def read(self, question: str, passages: Sequence[ShownPassage], known: Sequence[str] = ()) -> Reading:
+        """The reading of one ask. ``known``: names the question uses that the card table knows (never
+        counted as names the book fails to print)."""
+        ranked, sure = read_sentences(question, passages, self.scorer, self.answerer, self.sentences, known)
         picks = tuple(Pick(c.passage.id, c.start, c.end, c.score) for c in ranked[:READ_PICKS])
         return Reading(picks, sure, self.threshold, self.source)
 
@@ -410,7 +413,7 @@ class ExtractiveBackend:
         # the service's reading, the one every backend is given; read here only when it failed there
         reading = prompt.reading
         if reading is None and self.reader is not None:
-            reading = self.reader.read(prompt.question, prompt.passages)
+            reading = self.reader.read(prompt.question, prompt.passages, known_names(prompt.cards))
         if reading is None:
             return choose(rank_sentences(prompt.question, prompt.passages, self.scorer), self.threshold)
         ranked = from_reading(reading, prompt.passages)
