@@ -224,6 +224,10 @@ TRAINABLE = {
         "training.reranker.pools:main",
         "no model: the served election's candidates for the head's training questions",
     ),
+    "reranker-blend": (
+        "training.reranker.blend:main",
+        "two heads over one encoder served as one (a weighted mean on the first head's scale)",
+    ),
     "reader": ("training.reader.cli:main", "the cross reader (question and window read together)"),
     "category": ("training.category.learn:main", "the category leg's learned examples"),
     "category-calibration": ("training.category.calibrate:main", "the category leg's ballot threshold"),

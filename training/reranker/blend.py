@@ -1,0 +1,243 @@
+"""Two trained heads served as one: the careful reader's score becomes ``w · A + (1 − w) · B + shift``, both
+heads reading the same frozen encoder's states (one file, one encoder pass, one set of stored states).
+
+usage: rulesage train reranker-blend --a FILE --b FILE --pools FILE [--weight 0.5] [--out DIR] [--work DIR]
+
+``--a`` and ``--b`` are merged rerankers (``rulesage train reranker``'s ``reranker-int8.onnx``) over the same
+encoder and with the same served fused prior; anything else is refused. ``--pools`` is what ``rulesage train
+reranker-pools`` wrote: the held-out split's served pools (never gold) are where both heads, the blend at
+several weights and the fused order are measured (recall@8, MRR@10; all held-out questions and the real posts
+among them), and where ``shift`` is set.
+
+``shift`` puts the blend on head A's scale: the blend's mean best served score on those pools is moved onto
+A's. The answer service reads the reader's score (its top and its margin to the next), and its
+answerability model was fitted on head A's scale; a shift changes no order. ``--weight`` is given, not
+chosen (0.5 by default: the plain mean); the measured weights are reported beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger("rerank.blend")
+ROOT = Path(__file__).resolve().parents[2]
+WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)  # head A's share, measured on the held-out pools
+
+
+@dataclass
+class Pool:
+    """One held-out question's served candidates and their encoder states."""
+
+    public: bool
+    ids: list[int]
+    supporters: set[int]
+    question: np.ndarray  # (tokens, 384)
+    windows: list[np.ndarray]
+
+
+def blend_graph(a: Path, b: Path, weight: float, shift: float) -> Any:
+    """Merged file A with head B's nodes beside its own: ``score = weight · A + (1 − weight) · B + shift``;
+    ``cosine`` stays A's (both heads read the same encoder states, so both cosines are the same)."""
+    import onnx
+    from onnx import helper
+    from onnx.utils import Extractor
+
+    from services.rerank.scorer import encoder_sha
+
+    if encoder_sha(a) != encoder_sha(b):
+        raise SystemExit(f"{a} and {b} run different encoders: their heads cannot share one encoder pass")
+    merged = onnx.load(str(a))
+    head_b = Extractor(onnx.load(str(b))).extract_model(
+        ["last_hidden_state", "mask_passthrough"], ["score", "cosine"]
+    )
+    shared = {"last_hidden_state", "mask_passthrough", ""}
+
+    def renamed(name: str) -> str:
+        return name if name in shared else f"blend_b/{name}"
+
+    for node in head_b.graph.node:
+        node.name = f"blend_b/{node.name}"
+        node.input[:] = [renamed(x) for x in node.input]
+        node.output[:] = [renamed(x) for x in node.output]
+    for init in head_b.graph.initializer:
+        init.name = renamed(init.name)
+    g = merged.graph
+    for node in g.node:
+        node.output[:] = ["blend_a/score" if o == "score" else o for o in node.output]
+    g.node.extend(head_b.graph.node)
+    g.initializer.extend(head_b.graph.initializer)
+    g.initializer.extend(
+        helper.make_tensor(name, onnx.TensorProto.FLOAT, [], [value])
+        for name, value in (("blend/wa", weight), ("blend/wb", 1.0 - weight), ("blend/shift", shift))
+    )
+    g.node.extend(
+        [
+            helper.make_node("Mul", ["blend_a/score", "blend/wa"], ["blend/a"]),
+            helper.make_node("Mul", ["blend_b/score", "blend/wb"], ["blend/b"]),
+            helper.make_node("Add", ["blend/a", "blend/b"], ["blend/sum"]),
+            helper.make_node("Add", ["blend/sum", "blend/shift"], ["score"]),
+        ]
+    )
+    onnx.checker.check_model(merged)
+    return merged
+
+
+def head_session(path: Path, threads: int) -> Any:
+    """The head half of a merged file, as the rerank service cuts it."""
+    import onnx
+    from onnx.utils import Extractor
+
+    from services.rerank.scorer import RuntimeOptions, session
+
+    head = Extractor(onnx.load(str(path))).extract_model(
+        ["last_hidden_state", "mask_passthrough"], ["score", "cosine"]
+    )
+    return session(head.SerializeToString(), RuntimeOptions(threads=threads))
+
+
+def head_scores(sess: Any, pool: Pool) -> np.ndarray:
+    rows = [pool.question, *pool.windows]
+    width = max(r.shape[0] for r in rows)
+    hidden = np.zeros((len(rows), width, rows[0].shape[1]), np.float32)
+    mask = np.zeros((len(rows), width), np.int64)
+    for i, r in enumerate(rows):
+        hidden[i, : r.shape[0]] = r
+        mask[i, : r.shape[0]] = 1
+    return np.asarray(
+        sess.run(["score"], {"last_hidden_state": hidden, "mask_passthrough": mask})[0], np.float64
+    )
+
+
+def served(scores: np.ndarray, prior: float) -> np.ndarray:
+    """The served score: the model's less ``prior · ln(1 + fused position)`` (services.rerank.scorer)."""
+    return scores - prior * np.log1p(np.arange(len(scores)))
+
+
+def measure(pools: Sequence[Pool], scores: Sequence[np.ndarray], prior: float) -> dict[str, float]:
+    """Recall@8 and MRR@10 of the served order, over all pools and over the real posts among them."""
+    out: dict[str, float] = {}
+    for part, keep in (("", lambda p: True), ("real_", lambda p: p.public)):
+        chosen = [(p, s) for p, s in zip(pools, scores, strict=True) if keep(p)]
+        r8 = rr = 0.0
+        for p, s in chosen:
+            order = [p.ids[i] for i in np.argsort(-served(s, prior), kind="stable")]
+            r8 += any(i in p.supporters for i in order[:8])
+            rr += next((1.0 / r for r, i in enumerate(order[:10], 1) if i in p.supporters), 0.0)
+        n = max(len(chosen), 1)
+        out[f"{part}recall@8"], out[f"{part}mrr@10"] = round(r8 / n, 4), round(rr / n, 4)
+    out["questions"], out["real_posts"] = len(pools), sum(p.public for p in pools)
+    return out
+
+
+def mean_top(scores: Sequence[np.ndarray], prior: float) -> float:
+    return float(np.mean([served(s, prior).max() for s in scores]))
+
+
+def held_out_pools(pools_file: Path, questions: str, threads: int, seed: int) -> list[Pool]:
+    """The held-out split's served pools with their encoder states (the encoder the search runs)."""
+    from rulesage import db
+    from rulesage.embed import configured_encoder
+    from training.questions import build_groups, load_questions
+    from training.reranker.features import FeatureCache
+    from training.reranker.pools import load_pools
+
+    conn = db.connect(autocommit=True)
+    served_pools = load_pools(pools_file)
+    depth = max((len(v) for v in served_pools.values()), default=48)
+    groups, counts, indexes = build_groups(
+        conn, load_questions(questions), 15, 0, seed, pool_depth=depth, pools=served_pools
+    )
+    log.info("groups: %s", dict(counts))
+    val = [g for g in groups if g.split == "val"]
+    cache = FeatureCache(256, "int8", threads=threads, question_tokens=128, base=configured_encoder())
+    for g in val:
+        index = indexes[g.family_id]
+        cache.add_windows([(g.family_id, i) for i in g.pool], [index.passages[i].text for i in g.pool])
+    q_states = cache.questions([g.question for g in val])
+    return [
+        Pool(g.public, list(g.pool), set(g.supporters), q, [cache.windows[(g.family_id, i)] for i in g.pool])
+        for g, q in zip(val, q_states, strict=True)
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="rulesage train reranker-blend", description=__doc__.splitlines()[0])
+    ap.add_argument("--a", required=True, help="the merged reranker whose scale the blend keeps")
+    ap.add_argument("--b", required=True, help="the merged reranker blended in")
+    ap.add_argument("--pools", required=True, help="rulesage train reranker-pools' file")
+    ap.add_argument("--weight", type=float, default=0.5, help="head A's share (0..1)")
+    ap.add_argument("--questions", default=str(ROOT / "data/questions/questions-*.jsonl"))
+    ap.add_argument("--seed", type=int, default=13, help="the split's seed (rulesage train reranker's)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--work", default=str(ROOT / "artifacts/reranker-blend"), help="the graph, metrics")
+    ap.add_argument("--out", default="", help="also copy the graph and its config here ('': nothing)")
+    ns = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if not 0.0 <= ns.weight <= 1.0:
+        ap.error(f"--weight {ns.weight} is outside [0, 1]")
+    from services.rerank.scorer import model_config, sha256_file
+
+    a, b = Path(ns.a), Path(ns.b)
+    cfg_a, cfg_b = model_config(a), model_config(b)
+    prior = float(cfg_a.get("fused_prior", 0.0))
+    if not math.isclose(prior, float(cfg_b.get("fused_prior", 0.0))):
+        raise SystemExit(f"{a} and {b} are served with different fused priors: blend heads of one recipe")
+    t0 = time.perf_counter()
+    pools = held_out_pools(Path(ns.pools), ns.questions, ns.threads, ns.seed)
+    log.info("%d held-out pools in %.1f min", len(pools), (time.perf_counter() - t0) / 60)
+    sa, sb = head_session(a, ns.threads), head_session(b, ns.threads)
+    scores_a = [head_scores(sa, p) for p in pools]
+    scores_b = [head_scores(sb, p) for p in pools]
+
+    def mix(w: float) -> list[np.ndarray]:
+        return [w * x + (1.0 - w) * y for x, y in zip(scores_a, scores_b, strict=True)]
+
+    held_out: dict[str, Any] = {"fused": measure(pools, [np.zeros(len(p.ids)) for p in pools], 0.0)}
+    held_out.update({f"A share {w:g}": measure(pools, mix(w), prior) for w in WEIGHTS})
+    shift = mean_top(scores_a, prior) - mean_top(mix(ns.weight), prior)
+    work = Path(ns.work)
+    work.mkdir(parents=True, exist_ok=True)
+    import onnx
+
+    onnx.save(blend_graph(a, b, ns.weight, shift), str(work / "reranker-int8.onnx"))
+    config = {
+        **cfg_a,
+        "blend": {
+            "a": f"{a.name}@{sha256_file(a)[:12]}",
+            "b": f"{b.name}@{sha256_file(b)[:12]}",
+            "weight_a": ns.weight,
+            "shift": round(shift, 4),
+        },
+    }
+    (work / "reranker.json").write_text(json.dumps(config, indent=1) + "\n")
+    report = {
+        "args": vars(ns),
+        "held_out": held_out,
+        "shift": shift,
+        "minutes": (time.perf_counter() - t0) / 60,
+    }
+    report["sha256"] = sha256_file(work / "reranker-int8.onnx")
+    (work / "metrics.json").write_text(json.dumps(report, indent=1) + "\n")
+    print(json.dumps(report, indent=1))
+    if ns.out:
+        out = Path(ns.out)
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(work / "reranker-int8.onnx", out / "reranker-int8.onnx")
+        shutil.copyfile(work / "reranker.json", out / "reranker.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
