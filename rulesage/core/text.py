@@ -69,3 +69,30 @@ def supports(passage_text: str, quote: str, min_run: int = 8) -> bool:
     if len(words) < min_run:
         return False
     return any(" ".join(words[i : i + min_run]) in hay for i in range(len(words) - min_run + 1))
+
+
+def sentences_of(question: str) -> list[str]:
+    """A question's sentences (split after . ! or ?)."""
+    return [p for p in re.split(r"(?<=[.!?])\s+", question.strip()) if p]
+
+
+def asked_sentence(question: str) -> str:
+    """The question's last asked sentence: a forum post tells the situation first and asks last."""
+    parts = sentences_of(question)
+    asked = [p for p in parts if p.endswith("?")]
+    return (asked or parts or [question])[-1]
+
+
+def asked_apart(question: str) -> str | None:
+    """The asked sentence, when the question is more than it (its sentences are then scored against it
+    too); None when the question is that sentence."""
+    asked = asked_sentence(question)
+    return asked if asked != question.strip() else None
+
+
+def asked_only(question: str) -> str | None:
+    """Every sentence of the question that asks (ends with ``?``), joined: a post with its situation left
+    out. None when nothing asks, or when the question is only its asking sentences."""
+    asked = [p for p in sentences_of(question) if p.endswith("?")]
+    joined = " ".join(asked)
+    return joined if asked and joined != " ".join(sentences_of(question)) else None

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from rulesage.core.text import asked_sentence
+
 MODEL = Path(__file__).resolve().parent / "model" / "answerer.json"
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
@@ -77,20 +79,6 @@ def names(question: str) -> list[str]:
 
 def _bigrams(ws: Sequence[str]) -> set[tuple[str, str]]:
     return set(itertools.pairwise(ws))
-
-
-def asked_sentence(question: str) -> str:
-    """The question's last asked sentence: a forum post tells the situation first and asks last."""
-    parts = [p for p in re.split(r"(?<=[.!?])\s+", question.strip()) if p]
-    asked = [p for p in parts if p.endswith("?")]
-    return (asked or parts or [question])[-1]
-
-
-def asked_apart(question: str) -> str | None:
-    """The asked sentence, when the question is more than it (its sentences are then scored against it
-    too); None when the question is that sentence."""
-    asked = asked_sentence(question)
-    return asked if asked != question.strip() else None
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,9 @@
 """Alias lanes (pure). When a player's word from the alias table appears in the question, two lanes vote:
 *expanded* keeps the player's words and adds a nudge toward the book's term ("... [warlord (hero)]"), and
-*canonical* replaces the alias with the book's term. With no alias, one lane and one embedding."""
+*canonical* replaces the alias with the book's term. With no alias, one lane and one embedding.
+
+A forum post tells its situation first and asks last; with ``asked`` (its asking sentences alone, see
+``rulesage.core.text.asked_only``) one more lane, "dense.asked", votes for what the post asks."""
 
 from __future__ import annotations
 
@@ -42,9 +45,13 @@ def matching(question: str, aliases: list[Alias], most: int = 3) -> list[Alias]:
     return found
 
 
-def lanes(question: str, matches: list[Alias], cards_text: str = "") -> list[Lane]:
-    """The question's lanes; with ``cards_text`` (what the cards it names say) one more, "dense.cards"."""
+def lanes(question: str, matches: list[Alias], cards_text: str = "", asked: str = "") -> list[Lane]:
+    """The question's lanes; with ``cards_text`` (what the cards it names say) one more, "dense.cards", and
+    with ``asked`` (the question's asking sentences) one more, "dense.asked". The question's own lane stays
+    first (the one the aisle and the prior rulings read when no alias matched)."""
     extra = [Lane("dense.cards", f"{question} {cards_text}")] if cards_text else []
+    if asked:
+        extra.append(Lane("dense.asked", asked))
     if not matches:
         return [Lane("dense", question), *extra]
     nudges = " ".join(f"[{m.alias.lower()} ({m.term.lower()})]" for m in matches)

@@ -8,7 +8,8 @@ import time
 import grpc
 import numpy as np
 
-from rulesage.config import ConfigError
+from rulesage.config import CommonSettings, ConfigError, load
+from rulesage.core.text import asked_only
 from rulesage.dbservice import DbService, vector_of
 from rulesage.embed import Embedder, shared_embedder
 from rulesage.store import vectors as search
@@ -18,6 +19,12 @@ from services.dense import lanes as lanes_mod
 
 DEFAULT_LIMIT = 80
 ALIAS_TTL_S = 60.0
+
+
+class DenseSettings(CommonSettings):
+    # A question of several sentences whose asking ones say less than the whole (a forum post: situation
+    # first, questions last) gets one more lane, "dense.asked": its asking sentences alone.
+    rulesage_asked_lane: bool = False
 
 
 class DenseService(DbService, arm_pb2_grpc.ArmServicer, arm_pb2_grpc.EmbedderServicer):
@@ -30,6 +37,7 @@ class DenseService(DbService, arm_pb2_grpc.ArmServicer, arm_pb2_grpc.EmbedderSer
     def __init__(self) -> None:
         super().__init__()
         self.embedder: Embedder | None = None
+        self.dense_settings = load(DenseSettings)
         self._aliases: dict[int, tuple[float, list[lanes_mod.Alias]]] = {}
 
     def register(self, server: grpc.aio.Server) -> None:
@@ -74,7 +82,8 @@ class DenseService(DbService, arm_pb2_grpc.ArmServicer, arm_pb2_grpc.EmbedderSer
             with timings.stage("dense.aliases", game=game.slug) as span:
                 matches = lanes_mod.matching(question, await self.aliases(game.family_id))
                 span.set_attribute("aliases.matched", len(matches))
-        lanes = lanes_mod.lanes(question, matches, request.cards_text.strip())
+        asked = (asked_only(question) or "") if self.dense_settings.rulesage_asked_lane else ""
+        lanes = lanes_mod.lanes(question, matches, request.cards_text.strip(), asked)
         with timings.stage("dense.embed", lanes=len(lanes)):
             vecs = await asyncio.to_thread(self.embedder.embed_queries, [ln.text for ln in lanes])
         return arm_pb2.EmbedResult(

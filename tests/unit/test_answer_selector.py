@@ -26,8 +26,6 @@ from services.answer.selector import (
     Shown,
     Trees,
     ask_features,
-    asked_apart,
-    asked_sentence,
     load,
     names,
     sentence_features,
@@ -125,14 +123,6 @@ def test_only_a_model_fitted_with_the_card_names_reads_them() -> None:
     assert sure(False, known) == sure(False)
     assert sure(True, known) != sure(False, known)
     assert model.answerable(question, rules, logits, known=known) == sure(model.reads_cards, known)
-
-
-def test_the_asked_sentence_is_a_posts_last_question() -> None:
-    post = "My wizard is grappled by an ogre. I cast Misty Step. Do I escape? And can it follow me?"
-    assert asked_sentence(post) == "And can it follow me?"
-    assert asked_sentence("Can I move twice") == "Can I move twice"  # no question mark: the last sentence
-    assert asked_apart(post) == "And can it follow me?"
-    assert asked_apart(" Can I move twice? ") is None  # the question is its asked sentence: nothing apart
 
 
 def test_the_asked_cosines_get_their_own_columns_and_default_to_the_questions() -> None:

@@ -28,3 +28,14 @@ def test_whole_words_only_and_plurals() -> None:
     assert matching("can two Warlords share a base?", ALIASES)[0].term == "hero"
     assert matching("my thief sneaks", ALIASES)[0].term == "rogue"
     assert matching("the warlordship", ALIASES) == []
+
+
+def test_a_posts_asking_sentences_vote_in_a_lane_after_the_questions_own() -> None:
+    post = "My warlord rides a horse. Is there a specific base size for him?"
+    asked = "Is there a specific base size for him?"
+    names = [ln.name for ln in lanes(post, matching(post, ALIASES), "", asked)]
+    assert names == ["dense.expanded", "dense.canonical", "dense.asked"]
+    plain = lanes(post, [], "Hero: a unit.", asked)
+    assert [ln.name for ln in plain] == ["dense", "dense.cards", "dense.asked"]
+    assert plain[-1].text == asked and plain[0].text == post
+    assert [ln.name for ln in lanes(post, [], "", "")] == ["dense"]

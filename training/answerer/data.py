@@ -63,11 +63,11 @@ def sentence_holds(text: str, q: Any) -> bool:
 
 
 async def collect(rows: list[Any], out_path: Path) -> dict[str, int]:
+    from rulesage.core.text import asked_apart
     from rulesage.road import BadQuestion, Road
     from services.answer.backends.extractive import BiEncoderScorer, sentence_inputs
     from services.answer.context import PgLibrary, with_vectors
     from services.answer.loop import CardView, known_names
-    from services.answer.selector import asked_apart
     from services.answer.server import shown_of
 
     road = Road()

@@ -267,7 +267,8 @@ def read_sentences(
     sentence reader, by the selector and the reader over the selector's best; and the trained
     answerability: the probability that the shown passages answer the question (from the selector's own
     scores, the scale its threshold was calibrated on)."""
-    from services.answer.selector import Shown, asked_apart
+    from rulesage.core.text import asked_apart
+    from services.answer.selector import Shown
 
     ordered = reader_order(passages)
     per = [(p, sentence_inputs(p)) for p in ordered]
