@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import model_validator
 
 from rulesage.config import CommonSettings
+
+if TYPE_CHECKING:
+    from services.answer.selector import Answerer
 
 # Below the best-sentence score this file names, the extractive backend abstains. It is written by
 # training/answerer/calibrate.py from the training questions through the real road, never from an evaluation.
@@ -43,6 +46,9 @@ class AnswerSettings(CommonSettings):
     # MiniLM cosine blend, abstaining under calibration.json's threshold (the design it replaced, kept to
     # measure one against the other in one mesh).
     rulesage_answer_selector: Literal["trained", "cosine"] = "trained"
+    # the trained selector's model file (answerer.json): "" = the shipped model/answerer.json, else a path
+    # (a candidate measured through the mesh without replacing the shipped file)
+    rulesage_answer_model: str = ""
     # extractive: the encoder of the sentence vectors and the question's (rulesage.embed): "minilm" (MiniLM
     # off the shelf, the cosines the quote selector and the answerability model were trained on) or "tuned"
     # (the search encoder); "" = whichever RULESAGE_ENCODER names.
@@ -87,11 +93,22 @@ class AnswerSettings(CommonSettings):
         if self.rulesage_extractive_threshold is not None:
             return self.rulesage_extractive_threshold, "RULESAGE_EXTRACTIVE_THRESHOLD"
         if self.rulesage_answer_selector == "trained":
-            from services.answer.selector import load
-
-            answerer = load()
+            answerer = self.answerer()
             return answerer.threshold, f"{answerer.calibrated_on}, {answerer.identity}"
         return calibrated_threshold()
+
+    def answerer(self) -> Answerer:
+        """The trained selector's models (``RULESAGE_ANSWER_MODEL``, else the shipped file); an unreadable
+        file is an error naming the variable."""
+        from services.answer.selector import MODEL, load
+
+        path = Path(self.rulesage_answer_model) if self.rulesage_answer_model else MODEL
+        try:
+            return load(path)
+        except ValueError as exc:
+            if self.rulesage_answer_model:
+                raise ValueError(f"RULESAGE_ANSWER_MODEL={self.rulesage_answer_model!r}: {exc}") from None
+            raise
 
     def sentence_reader_folder(self) -> Path | None:
         """The sentence reader's folder, or None (off, or none shipped); a named folder that holds no

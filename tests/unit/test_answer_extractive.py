@@ -257,3 +257,30 @@ def test_the_answering_floor_and_what_a_threshold_does() -> None:
         "abstain_precision": round(1 / 3, 3),
         "abstain_recall": 0.5,
     }
+
+
+def test_a_candidate_answerer_is_named_by_its_setting_and_a_bad_one_fails_the_start(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from pydantic import ValidationError
+
+    from services.answer.backends import make_reader
+    from services.answer.selector import MODEL
+    from services.answer.settings import AnswerSettings
+
+    candidate = json.loads(MODEL.read_text(encoding="utf-8"))
+    candidate["threshold"] = 0.123
+    candidate.setdefault("trained", {})["known_cards"] = True
+    path = tmp_path / "answerer.json"
+    path.write_text(json.dumps(candidate), encoding="utf-8")
+    settings = AnswerSettings(rulesage_answer_model=str(path))
+    value, source = settings.extractive_threshold()
+    assert value == 0.123 and source.endswith(settings.answerer().identity)
+    assert settings.answerer().identity != AnswerSettings().answerer().identity
+    reader = make_reader(settings)
+    assert reader.answerer.reads_cards and not AnswerSettings().answerer().reads_cards
+    assert reader.threshold == 0.123
+    (tmp_path / "broken.json").write_text("{}", encoding="utf-8")
+    for bad in (tmp_path / "broken.json", tmp_path / "absent.json"):
+        with pytest.raises(ValidationError, match="RULESAGE_ANSWER_MODEL"):
+            AnswerSettings(rulesage_answer_model=str(bad))

@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 def make_reader(settings: AnswerSettings) -> Reader:
     """The trained quote selector's reader, shared by every backend (loads MiniLM and the model file)."""
     from services.answer.backends.extractive import Reader
-    from services.answer.selector import load
 
     threshold, source = settings.extractive_threshold()
     folder = settings.sentence_reader_folder()
@@ -23,7 +22,7 @@ def make_reader(settings: AnswerSettings) -> Reader:
         from services.answer.sentences import SentenceReader
 
         sentences = SentenceReader(folder)
-    return Reader(load(), threshold, source, sentences=sentences)
+    return Reader(settings.answerer(), threshold, source, sentences=sentences)
 
 
 def make_backend(settings: AnswerSettings, reader: Reader | None = None) -> Backend:
