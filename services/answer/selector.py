@@ -137,9 +137,12 @@ ASK_FEATURES = (
     "unseen_names",
     "read_best",
     "read_gap",
+    "text_prior",
 )
 # the sentence reader's columns: a model naming them is served only beside that reader
 READ_FEATURES = ("read_best", "read_gap")
+# the question's words alone (``TextPrior``): a model naming it carries its own text model
+TEXT_FEATURES = ("text_prior",)
 
 
 def sentence_features(question: str, shown: Sequence[Shown]) -> np.ndarray:
@@ -216,10 +219,11 @@ def ask_features(
     logits: np.ndarray,
     read: np.ndarray | None = None,
     known: Sequence[str] = (),
+    text_prior: float = 0.0,
 ) -> np.ndarray:
     """The ask's row, from the selector's logits (sentences in the order of ``sentence_features``) and the
     sentence reader's logits over the sentences it read (``read``; without it, its columns are 0).
-    ``known``: see ``unknown_names``."""
+    ``known``: see ``unknown_names``; ``text_prior``: ``TextPrior.probability`` of the question."""
     q_set = set(terms(question))
     seen: set[str] = set()
     per_passage = []
@@ -257,6 +261,7 @@ def ask_features(
             1.0 - share,
             unseen_names,
             *read_columns(read),
+            text_prior,
         ],
         dtype=np.float64,
     )
@@ -394,6 +399,58 @@ def sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, x))))
 
 
+_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+
+
+@dataclass(frozen=True)
+class TextPrior:
+    """How answerable a question reads from its words alone, before any passage: tf-idf over its word 1- and
+    2-grams (scikit-learn's ``TfidfVectorizer``: lower-cased, sublinear tf, smooth idf, l2 norm) and a
+    logistic regression. Silent posts ask for what rulebooks do not hold ("is there an official rule",
+    tournament policy, another edition); answerable ones tell a situation at the table."""
+
+    terms: tuple[str, ...]
+    idf: np.ndarray
+    weights: np.ndarray
+    bias: float
+
+    @functools.cached_property
+    def index(self) -> dict[str, int]:
+        return {t: i for i, t in enumerate(self.terms)}
+
+    def probability(self, question: str) -> float:
+        tokens = _TOKEN.findall(question.lower())
+        counts: dict[int, int] = {}
+        for gram in [*tokens, *(f"{a} {b}" for a, b in itertools.pairwise(tokens))]:
+            i = self.index.get(gram)
+            if i is not None:
+                counts[i] = counts.get(i, 0) + 1
+        if not counts:
+            return sigmoid(self.bias)
+        at = np.fromiter(counts, dtype=np.int64, count=len(counts))
+        x = (1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))) * self.idf[at]
+        x /= np.linalg.norm(x)
+        return sigmoid(float(x @ self.weights[at]) + self.bias)
+
+    @classmethod
+    def of(cls, d: dict[str, Any]) -> TextPrior:
+        terms = tuple(str(t) for t in d["terms"])
+        idf, weights = (np.asarray(d[k], dtype=np.float64) for k in ("idf", "weights"))
+        if not terms or idf.shape != (len(terms),) or weights.shape != (len(terms),):
+            raise ValueError("the text prior's terms, idf and weights differ in length or are empty")
+        if not (np.isfinite(idf).all() and np.isfinite(weights).all() and math.isfinite(float(d["bias"]))):
+            raise ValueError("the text prior's numbers are not finite")
+        return cls(terms, idf, weights, float(d["bias"]))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "terms": list(self.terms),
+            "idf": [round(float(v), 6) for v in self.idf],
+            "weights": [round(float(v), 6) for v in self.weights],
+            "bias": round(self.bias, 6),
+        }
+
+
 @dataclass(frozen=True)
 class Answerer:
     """The two trained models and the abstain threshold calibrated with them."""
@@ -406,6 +463,8 @@ class Answerer:
     # whether the answerability model was fitted with the card table's names known (``unknown_names``); a
     # model fitted without them reads every name as the book's, as it was fitted
     reads_cards: bool = False
+    # the question's words alone, for a model that reads ``text_prior``
+    text: TextPrior | None = None
 
     def read(self, question: str, shown: Sequence[Shown]) -> tuple[np.ndarray, float]:
         """Every sentence's selector logit, and the probability that the shown text answers the question."""
@@ -432,7 +491,8 @@ class Answerer:
         if self.needs_reader and read is None:
             raise ValueError(f"{self.identity} reads the sentence reader's scores, and none was given")
         known = known if self.reads_cards else ()
-        x = ask_features(question, shown, logits, read, known)[self.ask_columns]
+        prior = self.text.probability(question) if self.text is not None else 0.0
+        x = ask_features(question, shown, logits, read, known, prior)[self.ask_columns]
         return sigmoid(float(self.answerability.logits(x[None, :])[0]))
 
     @property
@@ -468,4 +528,10 @@ def load(path: Path = MODEL) -> Answerer:
     sha = hashlib.sha256(raw).hexdigest()[:12]
     reads_cards = bool((d.get("trained") or {}).get("known_cards", False))
     calibrated_on = str(d.get("calibrated_on", ""))
-    return Answerer(selector, answerability, threshold, calibrated_on, f"answerer@{sha}", reads_cards)
+    try:
+        text = TextPrior.of(d["text_prior"]) if "text_prior" in d else None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"the answerer's model {path} holds a broken text prior: {exc}") from None
+    if text is None and any(n in TEXT_FEATURES for n in answerability.names):
+        raise ValueError(f"the answerer's model {path} reads text_prior and holds no text prior")
+    return Answerer(selector, answerability, threshold, calibrated_on, f"answerer@{sha}", reads_cards, text)

@@ -24,11 +24,13 @@ from services.answer.selector import (
     MODEL,
     SENTENCE_FEATURES,
     Shown,
+    TextPrior,
     Trees,
     ask_features,
     load,
     names,
     sentence_features,
+    sigmoid,
     terms,
     unknown_names,
 )
@@ -249,3 +251,63 @@ def test_the_trained_backend_quotes_the_answering_sentence_and_abstains_when_sil
     # the quote is verbatim: the citation check (the one every backend passes) accepts it
     checked = validate(yes, {p.id: p for p in passages})
     assert checked.citations and "move a distance up to your speed" in checked.citations[0].quote
+
+
+SILENT = [
+    "Is there an official rule for tournament time limits?",
+    "Where in the rules can I find the official errata list?",
+    "Is there an official ruling on house rules at competitive events?",
+    "Does the official tournament policy say anything about slow play?",
+    "Is there a rule anywhere about what edition to use at the table?",
+    "Where can I find the official banned list for competitive play?",
+]
+ANSWERABLE = [
+    "My opponent cast a creature and I blocked with my knight: does it die?",
+    "We were fighting the orc and my character cast a spell: does it hit?",
+    "My GM said my rogue cannot sneak attack twice, is that right?",
+    "I attacked with my creature and my opponent blocked: who takes damage?",
+    "We drew cards and my opponent played a land: can I respond?",
+    "My character is grappled by the ogre: can I cast a spell?",
+]
+
+
+def test_the_text_prior_reads_back_what_scikit_learn_fitted_and_scores_out_of_fold() -> None:
+    from training.answerer.train import fit_text_prior
+
+    questions = SILENT * 3 + ANSWERABLE * 3
+    labels = [False] * len(SILENT) * 3 + [True] * len(ANSWERABLE) * 3
+    prior, oof = fit_text_prior(questions, labels)  # raises when the arrays do not reproduce scikit-learn
+    assert set(oof) == set(questions) and all(0.0 < p < 1.0 for p in oof.values())
+    asks_for_a_rule = prior.probability("Is there an official rule about tournament breaks?")
+    tells_a_table = prior.probability("My opponent blocked my creature with a knight: does it die?")
+    assert asks_for_a_rule < 0.5 < tells_a_table
+    assert prior.probability("zzz qqq") == pytest.approx(sigmoid(prior.bias))  # no known word: the bias
+    assert TextPrior.of(prior.as_dict()).probability("my opponent") == pytest.approx(
+        prior.probability("my opponent")
+    )
+
+
+def test_a_model_reading_the_text_prior_carries_one_and_feeds_it_to_its_trees(tmp_path: Path) -> None:
+    d = json.loads(MODEL.read_text(encoding="utf-8"))
+    d["answerability"] = {
+        "kind": "trees",
+        "features": ["text_prior"],
+        "baseline": 0.0,
+        "trees": [_stump(0, 0.5, -2.0, 2.0)],
+    }
+    path = tmp_path / "answerer.json"
+    path.write_text(json.dumps(d), encoding="utf-8")
+    with pytest.raises(ValueError, match="holds no text prior"):
+        load(path)
+    d["text_prior"] = {"terms": ["official", "my"], "idf": [1.0, 1.0], "weights": [-3.0, 3.0], "bias": 0.0}
+    path.write_text(json.dumps(d), encoding="utf-8")
+    model = load(path)
+    a = shown("Sneak attack once per turn.", (0.7,), ((0, 27),))
+    logits = model.select("x", [a])
+    # the stump reads the prior: under 0.5 it says -2 (silent), over it +2
+    assert model.answerable("Is there an official rule?", [a], logits) == pytest.approx(sigmoid(-2.0))
+    assert model.answerable("Can my knight block?", [a], logits) == pytest.approx(sigmoid(2.0))
+    d["text_prior"]["idf"] = [1.0]
+    path.write_text(json.dumps(d), encoding="utf-8")
+    with pytest.raises(ValueError, match="broken text prior"):
+        load(path)

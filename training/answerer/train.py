@@ -40,8 +40,10 @@ from services.answer.selector import (
     MODEL,
     READ_FEATURES,
     SENTENCE_FEATURES,
+    TEXT_FEATURES,
     Linear,
     Shown,
+    TextPrior,
     Trees,
     ask_features,
     sentence_features,
@@ -138,6 +140,44 @@ def fit_trees(x: np.ndarray, y: np.ndarray, w: np.ndarray, names: tuple[str, ...
     return model
 
 
+TEXT_FOLDS = 5
+
+
+def fit_text_prior(
+    questions: list[str], answerable: list[bool], seed: int = 0
+) -> tuple[TextPrior, dict[str, float]]:
+    """The text prior fitted on ``questions``, and each of them scored by a prior fitted on the other folds
+    (so the trees learn from scores as surprised as a new question's): tf-idf over word 1- and 2-grams seen
+    in two questions at least, sublinear tf, a class-balanced logistic regression. Read back into arrays
+    and checked to reproduce scikit-learn's probabilities."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+
+    def fitted(qs: list[str], ys: list[bool]) -> tuple[Any, Any]:
+        vec = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)
+        lr = LogisticRegression(C=2.0, max_iter=2000, class_weight="balanced")
+        lr.fit(vec.fit_transform(qs), ys)
+        return vec, lr
+
+    unique = sorted(dict(zip(questions, answerable, strict=True)).items())
+    qs, ys = [q for q, _ in unique], [y for _, y in unique]
+    oof: dict[str, float] = {}
+    folds = StratifiedKFold(TEXT_FOLDS, shuffle=True, random_state=seed)
+    for train_at, test_at in folds.split(qs, ys):
+        vec, lr = fitted([qs[i] for i in train_at], [ys[i] for i in train_at])
+        probs = lr.predict_proba(vec.transform([qs[i] for i in test_at]))[:, 1]
+        oof.update({qs[i]: float(p) for i, p in zip(test_at, probs, strict=True)})
+    vec, lr = fitted(qs, ys)
+    terms = vec.get_feature_names_out()
+    prior = TextPrior.of(TextPrior(tuple(terms), vec.idf_, lr.coef_[0], float(lr.intercept_[0])).as_dict())
+    check = qs[:500]
+    theirs = lr.predict_proba(vec.transform(check))[:, 1]
+    if not np.allclose([prior.probability(q) for q in check], theirs, atol=1e-4):
+        raise SystemExit("the text prior read back does not reproduce scikit-learn's probabilities")
+    return prior, oof
+
+
 def is_real(rec: dict[str, Any]) -> bool:
     """A real player's post, not a written question: the collected ask's ``source`` by the questions' rule."""
     return is_public_post(rec.get("source", "written"))
@@ -209,6 +249,12 @@ def main(argv: list[str] | None = None) -> int:
         " used, for fitting and calibrating alike",
     )
     ap.add_argument(
+        "--text-prior",
+        action="store_true",
+        help="one more answerability feature: how answerable the question reads from its words alone"
+        " (fitted on the fit asks' questions, out of fold for the trees)",
+    )
+    ap.add_argument(
         "--ignore-cards",
         action="store_true",
         help="fit as if the asks named no cards: every name counts against the book (the recipe before)",
@@ -253,6 +299,11 @@ def main(argv: list[str] | None = None) -> int:
         return shown, selector.logits(sentence_features(rec["question"], shown))
 
     read_cache: dict[tuple[str, bool], np.ndarray | None] = {}
+    text: TextPrior | None = None
+    text_scores: dict[str, float] = {}  # the fit asks' out-of-fold scores, the calibration asks' own
+    if ns.text_prior:
+        text, text_scores = fit_text_prior([a["question"] for a in fit], [bool(a["answerable"]) for a in fit])
+        text_scores.update({a["question"]: text.probability(a["question"]) for a in cal})
 
     def features(rec: dict[str, Any], drop: bool = False) -> np.ndarray:
         """The ask's row, the sentence reader's columns read over the selector's best (as served)."""
@@ -263,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
 
             texts = [t for p in rec["passages"] if not (drop and p["holds"]) for t in texts_of(p)]
             read_cache[key] = reader.order(rec["question"], texts, lg)[1] if len(lg) else None
-        return ask_features(rec["question"], shown, lg, read_cache.get(key), rec.get("known", ()))
+        prior = text_scores.get(rec["question"], 0.0)
+        return ask_features(rec["question"], shown, lg, read_cache.get(key), rec.get("known", ()), prior)
 
     honest = [a for a in cal if a["answerable"] and a["split"] != "train"]
     seen = [a for a in cal if a["split"] == "train"]
@@ -308,7 +360,9 @@ def main(argv: list[str] | None = None) -> int:
     chosen = tuple(
         n
         for n in ASK_FEATURES
-        if n in ns.ask_features.split(",") and (reader is not None or n not in READ_FEATURES)
+        if n in ns.ask_features.split(",")
+        and (reader is not None or n not in READ_FEATURES)
+        and (text is not None or n not in TEXT_FEATURES)
     )
     cols = [ASK_FEATURES.index(n) for n in chosen]
     if ns.answerability == "trees":
@@ -356,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     if ns.dry_run:
         return 0
     silent_cal = sum(not a["answerable"] for a in cal)
-    model = {
+    model: dict[str, Any] = {
         "selector": selector.as_dict(),
         "answerability": answerability.as_dict(),
         "threshold": round(threshold, 4),
@@ -374,6 +428,7 @@ def main(argv: list[str] | None = None) -> int:
             "answerability": ns.answerability,
             # the asks name the cards each question names: the model reads them as known names
             "known_cards": all("known" in a for a in asks),
+            "text_prior": text is not None,
             "sentence_reader": reader.identity if reader is not None else None,
             "asks": "the careful reader's held-out split and the silent asks only"
             if reader is not None
@@ -381,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
         },
         "figures": report,
     }
+    if text is not None:
+        model["text_prior"] = text.as_dict()
     Path(ns.out).parent.mkdir(parents=True, exist_ok=True)
     Path(ns.out).write_text(readable_json(model) + "\n", encoding="utf-8")
     print(f"wrote {ns.out}", file=sys.stderr)
