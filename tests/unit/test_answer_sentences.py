@@ -166,7 +166,7 @@ def test_the_choice_needs_a_cell_beating_the_selector() -> None:
 
 
 def test_an_answerability_model_reading_the_reader_needs_it(tmp_path: Path, reader: SentenceReader) -> None:
-    from services.answer.selector import MODEL, ask_features, read_columns
+    from services.answer.selector import ASK_FEATURES, MODEL, READ_FEATURES, ask_features, read_columns
 
     d = json.loads(MODEL.read_text(encoding="utf-8"))
     # a one-stump model over the reader's best logit: answerable above 0
@@ -200,7 +200,7 @@ def test_an_answerability_model_reading_the_reader_needs_it(tmp_path: Path, read
     assert read_columns(np.array([1.0, 3.0, 2.0])) == (3.0, 1.0)
     assert read_columns(None) == (0.0, 0.0)
     row = ask_features(QUESTION, [], np.zeros(0), np.array([2.0]))
-    assert list(row[-2:]) == [2.0, 5.0]
+    assert [row[ASK_FEATURES.index(n)] for n in READ_FEATURES] == [2.0, 5.0]
 
 
 def test_build_splits_by_the_careful_readers_split_and_drops_what_the_guard_touches(tmp_path: Path) -> None:
