@@ -20,7 +20,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol, TypeVar
 
@@ -72,7 +72,17 @@ class CardView:
     written: str = ""  # the question's words that named it (a nickname, a near spelling)
 
 
-def known_names(cards: Sequence[CardView]) -> tuple[str, ...]:
+class NamedCardLike(Protocol):
+    """A card the question names, as the request carries it (``NamedCard``) or a prompt shows it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def written(self) -> str: ...
+
+
+def known_names(cards: Iterable[NamedCardLike]) -> tuple[str, ...]:
     """The cards' names and the words that named them, lower-cased: names the book never prints."""
     return tuple(sorted({t.lower() for c in cards for t in (c.name, c.written) if t}))
 

@@ -179,19 +179,12 @@ class TrainedScorer:
     """
 
     def __init__(self, path: Path, opts: RuntimeOptions) -> None:
-        import onnx
-        from onnx.utils import Extractor
-
         cfg = model_config(path)
         max_tokens = window_tokens(path, opts, cfg)
         self.tokens = Tokens(
             max_tokens, opts.question_tokens or int(cfg.get("question_tokens", QUESTION_TOKENS))
         )
-        graph = Extractor(onnx.load(str(path)))
-        encoder = graph.extract_model(
-            ["input_ids", "attention_mask", "token_type_ids"], ["last_hidden_state"]
-        )
-        head = graph.extract_model(["last_hidden_state", "mask_passthrough"], ["score", "cosine"])
+        encoder, head = halves(path, ENCODER_HALF, HEAD_HALF)
         self.encoder = session(encoder.SerializeToString(), opts)
         self.head = session(head.SerializeToString(), opts)
         self.opts = opts
@@ -283,15 +276,24 @@ def graph_sha(model: Any) -> str:
     return hashlib.sha256(model.SerializeToString()).hexdigest()[:12]
 
 
-def encoder_sha(path: Path) -> str:
-    """The sha256 prefix of the model file's encoder half (the graph up to ``last_hidden_state``)."""
+# A merged reranker file is cut at ``last_hidden_state``: each half's inputs and outputs.
+ENCODER_HALF = (("input_ids", "attention_mask", "token_type_ids"), ("last_hidden_state",))
+HEAD_HALF = (("last_hidden_state", "mask_passthrough"), ("score", "cosine"))
+
+
+def halves(path: Path, *which: tuple[tuple[str, ...], tuple[str, ...]]) -> list[Any]:
+    """The named halves (``ENCODER_HALF``, ``HEAD_HALF``) of a merged reranker file, read once."""
     import onnx
     from onnx.utils import Extractor
 
-    half = Extractor(onnx.load(str(path))).extract_model(
-        ["input_ids", "attention_mask", "token_type_ids"], ["last_hidden_state"]
-    )
-    return graph_sha(half)
+    graph = Extractor(onnx.load(str(path)))
+    return [graph.extract_model(list(inputs), list(outputs)) for inputs, outputs in which]
+
+
+def encoder_sha(path: Path) -> str:
+    """The sha256 prefix of the model file's encoder half (the graph up to ``last_hidden_state``)."""
+    (encoder,) = halves(path, ENCODER_HALF)
+    return graph_sha(encoder)
 
 
 def states_key(path: Path, max_tokens: int, encoder: str = "") -> str:

@@ -67,7 +67,7 @@ async def collect(rows: list[Any], out_path: Path) -> dict[str, int]:
     from rulesage.road import BadQuestion, Road
     from services.answer.backends.extractive import BiEncoderScorer, sentence_inputs
     from services.answer.context import PgLibrary, with_vectors
-    from services.answer.loop import CardView, known_names
+    from services.answer.loop import known_names
     from services.answer.server import shown_of
 
     road = Road()
@@ -97,7 +97,7 @@ async def collect(rows: list[Any], out_path: Path) -> dict[str, int]:
                     "doc": q.doc,
                     "mtg_rule": bool(q.rule),
                     # the cards the question names, as the answer service is told them
-                    "known": list(known_names([CardView(c.name, "", "", (), c.written) for c in out.cards])),
+                    "known": list(known_names(out.cards)),
                 }
                 if degraded or not out.passages:
                     rec["degraded"] = degraded or ["no passages"]

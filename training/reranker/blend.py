@@ -31,6 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from services.rerank.scorer import with_prior
+from training.reranker.evaluate import served_hit
+
 log = logging.getLogger("rerank.blend")
 ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)  # head A's share, measured on the held-out pools
@@ -52,17 +55,14 @@ def blend_graph(a: Path, b: Path, weight: float, shift: float) -> Any:
     ``cosine`` stays A's (both heads read the same encoder states, so both cosines are the same)."""
     import onnx
     from onnx import helper
-    from onnx.utils import Extractor
 
-    from services.rerank.scorer import encoder_sha
+    from services.rerank.scorer import HEAD_HALF, encoder_sha, halves
 
     if encoder_sha(a) != encoder_sha(b):
         raise SystemExit(f"{a} and {b} run different encoders: their heads cannot share one encoder pass")
     merged = onnx.load(str(a))
-    head_b = Extractor(onnx.load(str(b))).extract_model(
-        ["last_hidden_state", "mask_passthrough"], ["score", "cosine"]
-    )
-    shared = {"last_hidden_state", "mask_passthrough", ""}
+    (head_b,) = halves(b, HEAD_HALF)
+    shared = {*HEAD_HALF[0], ""}
 
     def renamed(name: str) -> str:
         return name if name in shared else f"blend_b/{name}"
@@ -94,37 +94,6 @@ def blend_graph(a: Path, b: Path, weight: float, shift: float) -> Any:
     return merged
 
 
-def head_session(path: Path, threads: int) -> Any:
-    """The head half of a merged file, as the rerank service cuts it."""
-    import onnx
-    from onnx.utils import Extractor
-
-    from services.rerank.scorer import RuntimeOptions, session
-
-    head = Extractor(onnx.load(str(path))).extract_model(
-        ["last_hidden_state", "mask_passthrough"], ["score", "cosine"]
-    )
-    return session(head.SerializeToString(), RuntimeOptions(threads=threads))
-
-
-def head_scores(sess: Any, pool: Pool) -> np.ndarray:
-    rows = [pool.question, *pool.windows]
-    width = max(r.shape[0] for r in rows)
-    hidden = np.zeros((len(rows), width, rows[0].shape[1]), np.float32)
-    mask = np.zeros((len(rows), width), np.int64)
-    for i, r in enumerate(rows):
-        hidden[i, : r.shape[0]] = r
-        mask[i, : r.shape[0]] = 1
-    return np.asarray(
-        sess.run(["score"], {"last_hidden_state": hidden, "mask_passthrough": mask})[0], np.float64
-    )
-
-
-def served(scores: np.ndarray, prior: float) -> np.ndarray:
-    """The served score: the model's less ``prior · ln(1 + fused position)`` (services.rerank.scorer)."""
-    return scores - prior * np.log1p(np.arange(len(scores)))
-
-
 def measure(pools: Sequence[Pool], scores: Sequence[np.ndarray], prior: float) -> dict[str, float]:
     """Recall@8 and MRR@10 of the served order, over all pools and over the real posts among them."""
     out: dict[str, float] = {}
@@ -132,9 +101,8 @@ def measure(pools: Sequence[Pool], scores: Sequence[np.ndarray], prior: float) -
         chosen = [(p, s) for p, s in zip(pools, scores, strict=True) if keep(p)]
         r8 = rr = 0.0
         for p, s in chosen:
-            order = [p.ids[i] for i in np.argsort(-served(s, prior), kind="stable")]
-            r8 += any(i in p.supporters for i in order[:8])
-            rr += next((1.0 / r for r, i in enumerate(order[:10], 1) if i in p.supporters), 0.0)
+            kept, first = served_hit(p.ids, p.supporters, s, prior)
+            r8, rr = r8 + kept, rr + first
         n = max(len(chosen), 1)
         out[f"{part}recall@8"], out[f"{part}mrr@10"] = round(r8 / n, 4), round(rr / n, 4)
     out["questions"], out["real_posts"] = len(pools), sum(p.public for p in pools)
@@ -142,7 +110,7 @@ def measure(pools: Sequence[Pool], scores: Sequence[np.ndarray], prior: float) -
 
 
 def mean_top(scores: Sequence[np.ndarray], prior: float) -> float:
-    return float(np.mean([served(s, prior).max() for s in scores]))
+    return float(np.mean([with_prior(s, prior).max() for s in scores]))
 
 
 def held_out_pools(pools_file: Path, questions: str, threads: int, seed: int) -> list[Pool]:
@@ -187,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if not 0.0 <= ns.weight <= 1.0:
         ap.error(f"--weight {ns.weight} is outside [0, 1]")
-    from services.rerank.scorer import model_config, sha256_file
+    from services.rerank.scorer import RuntimeOptions, TrainedScorer, model_config, sha256_file
 
     a, b = Path(ns.a), Path(ns.b)
     cfg_a, cfg_b = model_config(a), model_config(b)
@@ -197,9 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     pools = held_out_pools(Path(ns.pools), ns.questions, ns.threads, ns.seed)
     log.info("%d held-out pools in %.1f min", len(pools), (time.perf_counter() - t0) / 60)
-    sa, sb = head_session(a, ns.threads), head_session(b, ns.threads)
-    scores_a = [head_scores(sa, p) for p in pools]
-    scores_b = [head_scores(sb, p) for p in pools]
+    # each head as the rerank service serves it, over the pools' states
+    sa, sb = (TrainedScorer(path, RuntimeOptions(threads=ns.threads)) for path in (a, b))
+    scores_a = [sa.head_scores(p.question, p.windows)[0].astype(np.float64) for p in pools]
+    scores_b = [sb.head_scores(p.question, p.windows)[0].astype(np.float64) for p in pools]
 
     def mix(w: float) -> list[np.ndarray]:
         return [w * x + (1.0 - w) * y for x, y in zip(scores_a, scores_b, strict=True)]

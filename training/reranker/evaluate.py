@@ -51,6 +51,18 @@ def first_hit_rank(order: Sequence[int], index: FamilyIndex, item: Item, k: int 
     return 0
 
 
+def served_hit(
+    pool: Sequence[int], supporters: set[int], scores: np.ndarray, prior: float
+) -> tuple[bool, float]:
+    """A pool (passage ids, fused order) ordered by its served score (``scores`` less ``prior · ln(1 +
+    position)``): whether its first 8 hold a supporter, and the reciprocal rank of the first in its 10."""
+    from services.rerank.scorer import with_prior
+
+    order = [pool[i] for i in np.argsort(-with_prior(scores, prior), kind="stable")]
+    first = next((1.0 / r for r, i in enumerate(order[:10], 1) if i in supporters), 0.0)
+    return any(i in supporters for i in order[:8]), first
+
+
 Variants = Callable[[str, list[str], list[int]], dict[str, list[float]]]
 
 

@@ -169,13 +169,15 @@ class Trainer:
     def val_metrics(self, head, val: list[int]) -> dict[str, float]:  # type: ignore[no-untyped-def]
         """Recall@8 / MRR@10 of the head's order over each held-out question's pool (the served order, the
         fused prior subtracted, when the loss reads it)."""
+        from training.reranker.evaluate import served_hit
+
         r8, rr = 0, 0.0
         for n in val:
             g = self.groups[n]
-            s = self.scores(head, n, g.pool) - self.args.prior_in_loss * np.log1p(np.arange(len(g.pool)))
-            order = [g.pool[i] for i in np.argsort(-s, kind="stable")]
-            r8 += any(i in g.supporters for i in order[:8])
-            rr += next((1.0 / r for r, i in enumerate(order[:10], 1) if i in g.supporters), 0.0)
+            kept, first = served_hit(
+                g.pool, g.supporters, self.scores(head, n, g.pool), self.args.prior_in_loss
+            )
+            r8, rr = r8 + kept, rr + first
         return {"recall@8": r8 / max(len(val), 1), "mrr@10": rr / max(len(val), 1)}
 
     def val_report(self, head, depth: int) -> dict:  # type: ignore[no-untyped-def]
