@@ -25,6 +25,9 @@ from typing import Any
 
 from training.questions import Question, load_questions, rule_row, split_of
 
+# Real players' posts kept for choosing between models: outside data/questions/, so no trainer reads them.
+DEV_QUESTIONS = "data/real-dev/real-dev-*.jsonl"
+
 
 def rule_quotes(texts: list[str], rule: str) -> list[str]:
     """Quotes that find ``rule`` in its rows' texts: a sub-rule's own line ("702.19b The controller ..."),
@@ -54,16 +57,27 @@ def rule_texts(conn: Any, rules: set[tuple[str, str]]) -> dict[tuple[str, str], 
 
 
 def gold_rows(
-    questions: list[Question], rules: dict[tuple[str, str], list[str]], written: bool = False
+    questions: list[Question],
+    rules: dict[tuple[str, str], list[str]],
+    written: bool = False,
+    every: bool = False,
 ) -> tuple[list[dict[str, Any]], Counter[str]]:
-    """The held-out split's answerable questions (only real posts unless ``written``) as gold rows."""
+    """The held-out split's answerable questions (only real posts unless ``written``) as gold rows. With
+    ``every``, every row whatever its split, the ones the book is silent on included (``answerable`` false,
+    no evidence): a development set that no trainer reads."""
     rows: list[dict[str, Any]] = []
     counts: Counter[str] = Counter()
     for q in questions:
-        if not q.answerable or split_of(q) != "val":
+        if not every and (not q.answerable or split_of(q) != "val"):
             continue
         if not (q.public_post or written):
             counts["written-skipped"] += 1
+            continue
+        key = hashlib.sha256(f"{q.game}|{q.question}".encode()).hexdigest()[:10]
+        tag = "real-post" if q.public_post else "written"
+        if not q.answerable:
+            rows.append(silent_row(q, key, tag))
+            counts["silent"] += 1
             continue
         quotes = [q.quote] if q.quote else rule_quotes(rules.get((q.doc, q.rule), []), q.rule)
         if not quotes:
@@ -73,7 +87,6 @@ def gold_rows(
         if q.rule:
             for item in evidence:
                 item["rule"] = q.rule
-        key = hashlib.sha256(f"{q.game}|{q.question}".encode()).hexdigest()[:10]
         rows.append(
             {
                 "id": f"held-{key}",
@@ -82,12 +95,25 @@ def gold_rows(
                 "answerable": True,
                 "evidence": evidence,
                 "source": q.provenance,
-                "tags": ["real-post" if q.public_post else "written"],
+                "tags": [tag],
             }
         )
         counts["real-posts" if q.public_post else "written"] += 1
     rows.sort(key=lambda r: r["id"])
     return rows, counts
+
+
+def silent_row(q: Question, key: str, tag: str) -> dict[str, Any]:
+    """A question the book does not answer, as the evaluation writes one: no evidence to find."""
+    return {
+        "id": f"held-{key}",
+        "game": q.game,
+        "question": q.question,
+        "answerable": False,
+        "evidence": [],
+        "source": q.provenance,
+        "tags": [tag, "unanswerable"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,17 +126,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--out", required=True, help="the gold file to write (keep it out of git: artifacts/)")
     p.add_argument("--written", action="store_true", help="the held-out written questions too")
+    p.add_argument(
+        "--every",
+        action="store_true",
+        help="every row of --questions, silent ones included, whatever the split: for a development set no"
+        f" trainer reads (--questions '{DEV_QUESTIONS}')",
+    )
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    questions = load_questions(args.questions)
-    wanted = {(q.doc, q.rule) for q in questions if q.rule and not q.quote and split_of(q) == "val"}
+    questions = load_questions(args.questions, silent=args.every)
+    if not questions:
+        p.error(f"no questions match {args.questions!r}")
+    wanted = {
+        (q.doc, q.rule) for q in questions if q.rule and not q.quote and (args.every or split_of(q) == "val")
+    }
     rules: dict[tuple[str, str], list[str]] = {}
     if wanted:
         from rulesage import db
 
         with db.connect(autocommit=True) as conn:
             rules = rule_texts(conn, wanted)
-    rows, counts = gold_rows(questions, rules, args.written)
+    rows, counts = gold_rows(questions, rules, args.written, args.every)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))

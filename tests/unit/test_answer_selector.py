@@ -311,3 +311,16 @@ def test_a_model_reading_the_text_prior_carries_one_and_feeds_it_to_its_trees(tm
     path.write_text(json.dumps(d), encoding="utf-8")
     with pytest.raises(ValueError, match="broken text prior"):
         load(path)
+
+
+def test_the_threshold_meets_the_floors_where_it_can_else_answers_nine_in_ten() -> None:
+    from training.answerer.train import set_threshold
+
+    apart = [(0.1, False)] * 10 + [(0.9, True)] * 10
+    threshold, rule = set_threshold(apart)
+    assert 0.1 < threshold <= 0.9 and rule.startswith("calibrate_threshold")
+    # silent and answerable read alike: no threshold meets the floors, so 90 % of the answerable are answered
+    mixed = [(i / 40, i % 2 == 0) for i in range(40)]
+    threshold, rule = set_threshold(mixed)
+    answered = sum(s >= threshold for s, ok in mixed if ok)
+    assert answered == 19 and "90 %" in rule

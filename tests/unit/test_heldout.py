@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from fnmatch import fnmatch
+from pathlib import Path
+
+from rulesage.core.text import normalise
 from rulesage.eval.gold import found
-from training.heldout import gold_rows, rule_quotes
-from training.questions import Question, split_of
+from training.heldout import DEV_QUESTIONS, gold_rows, rule_quotes
+from training.questions import Question, load_questions, split_of
 
 RULE_704_5 = [
     "704.5. The state-based actions are as follows:\n\n704.5a If a player has 0 or less life, that player"
@@ -99,3 +104,31 @@ def test_a_rule_row_needs_the_rule_printed() -> None:
     assert ev["rule"] == q.rule and ev["quote"].startswith(f"{q.rule} If a creature has toughness 0")
     sba = {"doc_key": "mtg-cr", "page_start": None, "page_end": None, "text": texts[0]}
     assert found([sba], rows[0]) and not found([{**sba, "text": texts[1]}], rows[0])
+
+
+def test_every_row_of_a_development_set_becomes_gold_silent_ones_included() -> None:
+    trained = next(
+        q
+        for i in range(100)
+        if split_of(q := question(f"T {i}?", quote=f"Trained {i} is on the other side of the split."))
+        == "train"
+    )
+    silent = Question(**{**trained.__dict__, "answerable": False, "quote": "", "question": "Silent?"})
+    assert gold_rows([trained, silent], {}) == ([], Counter())
+    rows, counts = gold_rows([trained, silent], {}, every=True)
+    assert counts == Counter({"real-posts": 1, "silent": 1})
+    answered, quiet = sorted(rows, key=lambda r: not r["answerable"])
+    assert answered["evidence"][0]["quote"] == trained.quote
+    assert quiet["answerable"] is False and quiet["evidence"] == [] and "unanswerable" in quiet["tags"]
+
+
+def test_no_trainer_reads_the_development_set_and_it_shares_no_post_with_training() -> None:
+    root = Path(__file__).resolve().parents[2]
+    dev = sorted(root.glob(DEV_QUESTIONS))
+    assert not any(fnmatch(str(p.relative_to(root)), "data/questions/questions-*.jsonl") for p in dev)
+    trained = load_questions(str(root / "data/questions/questions-*.jsonl"), silent=True)
+    texts = {normalise(q.question) for q in trained}
+    sources = {q.provenance for q in trained if q.public_post}
+    for q in load_questions(str(root / DEV_QUESTIONS), silent=True):
+        assert q.public_post, f"a development row is a real post with its URL: {q.question[:60]!r}"
+        assert normalise(q.question) not in texts and q.provenance not in sources, q.provenance

@@ -212,6 +212,18 @@ def pick(asks: list[dict[str, Any]], scores: list[np.ndarray]) -> dict[str, floa
     }
 
 
+def set_threshold(pairs: list[tuple[float, bool]]) -> tuple[float, str]:
+    """The abstain threshold over (P(answerable), answerable) pairs, and the rule that chose it: the product's
+    floors where some threshold meets them, else the highest that still answers 90 % of the answerable."""
+    fitted = calibrate_threshold(pairs)
+    if fitted is not None:
+        return fitted.threshold, "calibrate_threshold at the floors (abstain precision 0.9, recall 0.8)"
+    return (
+        answering_floor(pairs),
+        "the highest that answers 90 % of the answerable (no threshold met the 0.9 / 0.8 floors)",
+    )
+
+
 def readable_json(value: Any, depth: int = 0) -> str:
     """JSON indented by object, each list of numbers on one line (the trees are thousands of numbers)."""
     pad = " " * (depth + 1)
@@ -258,6 +270,13 @@ def main(argv: list[str] | None = None) -> int:
         "--ignore-cards",
         action="store_true",
         help="fit as if the asks named no cards: every name counts against the book (the recipe before)",
+    )
+    ap.add_argument(
+        "--calibrate-on",
+        choices=("all", "real"),
+        default="all",
+        help="the calibration asks the threshold is set on: all of them, or the real players' posts alone"
+        " (the kind of question the product serves; written silent questions read otherwise)",
     )
     ap.add_argument("--report", help="also write the figures here (JSON)")
     ap.add_argument("--dry-run", action="store_true", help="figures only, no model written")
@@ -376,13 +395,9 @@ def main(argv: list[str] | None = None) -> int:
 
     pairs = [(p_answer(a), bool(a["answerable"])) for a in cal]
     real_pairs = [pair for pair, a in zip(pairs, cal, strict=True) if is_real(a)]
-    fitted = calibrate_threshold(pairs)
-    if fitted is not None:
-        threshold = fitted.threshold
-        rule = "calibrate_threshold at the floors (abstain precision 0.9, recall 0.8)"
-    else:
-        threshold = answering_floor(pairs)
-        rule = "the highest that answers 90 % of the answerable (no threshold met the 0.9 / 0.8 floors)"
+    threshold, rule = set_threshold(real_pairs if ns.calibrate_on == "real" else pairs)
+    if ns.calibrate_on == "real":
+        rule += f", on the {len(real_pairs)} real posts among the calibration asks"
     base_pairs = [(float(baseline_scores(a).max()), bool(a["answerable"])) for a in cal]
     silent_fit = sum(not a["answerable"] for a in fit)
     report = {
@@ -402,6 +417,7 @@ def main(argv: list[str] | None = None) -> int:
             "threshold": round(threshold, 4),
             "rule": rule,
             "figures_at_threshold": abstain_figures(pairs, threshold),
+            "figures_at_threshold_real_posts": abstain_figures(real_pairs, threshold),
         },
     }
     print(json.dumps(report, indent=2))
@@ -409,15 +425,17 @@ def main(argv: list[str] | None = None) -> int:
         Path(ns.report).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     if ns.dry_run:
         return 0
-    silent_cal = sum(not a["answerable"] for a in cal)
+    calibrated = [a for a in cal if is_real(a)] if ns.calibrate_on == "real" else cal
+    silent_cal = sum(not a["answerable"] for a in calibrated)
     model: dict[str, Any] = {
         "selector": selector.as_dict(),
         "answerability": answerability.as_dict(),
         "threshold": round(threshold, 4),
         "threshold_rule": rule,
         "calibrated_on": (
-            f"{len(cal) - silent_cal} answerable + {silent_cal} silent held-out training asks"
-            " (data/questions/questions-*.jsonl, eval-overlap guarded) through the real road"
+            f"{len(calibrated) - silent_cal} answerable + {silent_cal} silent held-out training asks"
+            + (", real players' posts only" if ns.calibrate_on == "real" else "")
+            + " (data/questions/questions-*.jsonl, eval-overlap guarded) through the real road"
         ),
         "trained": {
             "when": datetime.now(UTC).strftime("%Y-%m-%d"),
@@ -429,6 +447,7 @@ def main(argv: list[str] | None = None) -> int:
             # the asks name the cards each question names: the model reads them as known names
             "known_cards": all("known" in a for a in asks),
             "text_prior": text is not None,
+            "calibrate_on": ns.calibrate_on,
             "sentence_reader": reader.identity if reader is not None else None,
             "asks": "the careful reader's held-out split and the silent asks only"
             if reader is not None
