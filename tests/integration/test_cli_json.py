@@ -44,7 +44,7 @@ def test_json_commands_print_only_json(tmp_path: Path) -> None:
         assert bench.returncode == 0, bench.stderr[-3000:]
         timed = json.loads(bench.stdout)
         assert timed["n"] == 2 and timed["degraded_asks"] == 0
-        assert timed["previous"]["config"] == {"rulesage_rerank_candidates": 80}
+        assert timed["previous"]["config"] == {"rulesage_rerank_candidates": 48}
         assert timed["previous"]["n"] == 2 and timed["previous"]["stages_ms"]["rerank.score"]["n"] == 2
         assert set(timed["ratio_to_previous"]) == {
             "search_span_ms",

@@ -199,7 +199,9 @@ def test_the_shipped_model_loads_and_names_its_calibration() -> None:
     assert model.identity.startswith("answerer@") and 0.0 < model.threshold < 1.0
     assert "training asks" in model.calibrated_on
     card = json.loads(MODEL.read_text(encoding="utf-8"))
-    assert card["figures"]["answerability"]["threshold"] == pytest.approx(model.threshold)
+    # the fit's figures, or those of the calibration that set the threshold anew after it
+    figures = card["recalibrated"]["figures"] if "recalibrated" in card else card["figures"]["answerability"]
+    assert figures["threshold"] == pytest.approx(model.threshold)
 
 
 @pytest.mark.parametrize(
@@ -324,3 +326,68 @@ def test_the_threshold_meets_the_floors_where_it_can_else_answers_nine_in_ten() 
     threshold, rule = set_threshold(mixed)
     answered = sum(s >= threshold for s, ok in mixed if ok)
     assert answered == 19 and "90 %" in rule
+
+
+def test_recalibrating_keeps_the_models_and_answers_nine_in_ten_of_the_real_posts(tmp_path: Path) -> None:
+    import hashlib
+    import random
+
+    from services.answer.selector import MODEL, load
+    from training.answerer.train import main, part, reader_order, shown_of
+
+    rng = random.Random(3)
+    text = "Movement. You can move up to your speed on each of your turns. Other rules follow here later."
+    asks = []
+    for i in range(400):
+        question = f"Question {i}: can my fighter move {rng.choice(['twice', 'again', 'after'])} attacking?"
+        if part(question) != "calibration":
+            continue
+        answerable = rng.random() < 0.7
+        top = rng.gauss(2.0 if answerable else 0.0, 1.5)
+        asks.append(
+            {
+                "game": "dnd-5e-srd",
+                "question": question,
+                "answerable": answerable,
+                "split": "val" if answerable else "silent",
+                "source": "https://example.org/t/1" if i % 2 else "written",
+                "passages": [
+                    {
+                        "heading_path": [f"H{k}"],
+                        "text": text,
+                        "cosine": 0.6 - k / 20,
+                        "rerank_score": top - k,
+                        "doc_kind": "rules",
+                        "holds": answerable and k == 0,
+                        "sentences": [
+                            {"start": 0, "end": 9, "cosine": 0.3, "holds": False},
+                            {"start": 10, "end": 62, "cosine": 0.5 - k / 10, "holds": answerable and k == 0},
+                        ],
+                    }
+                    for k in range(4)
+                ],
+            }
+        )
+    path = tmp_path / "asks.jsonl"
+    path.write_text("".join(json.dumps(a) + "\n" for a in asks))
+    out = tmp_path / "answerer.json"
+    assert main(["--asks", str(path), "--recalibrate", str(MODEL), "--out", str(out), "--dry-run"]) == 0
+    assert not out.exists()
+    assert (
+        main(["--asks", str(path), "--recalibrate", str(MODEL), "--calibrate-on", "real", "--out", str(out)])
+        == 0
+    )
+    before, after = json.loads(MODEL.read_text()), json.loads(out.read_text())
+    assert after["selector"] == before["selector"] and after["answerability"] == before["answerability"]
+    assert after["recalibrated"]["from"].endswith(hashlib.sha256(MODEL.read_bytes()).hexdigest()[:12])
+    assert "real players' posts only" in after["calibrated_on"]
+    # the threshold answers nine in ten of the real answerable posts, as the shipped model reads them
+    shipped, changed = load(MODEL), load(out)
+    assert changed.threshold == after["threshold"] != shipped.threshold
+    real = [a for a in asks if a["source"] != "written" and a["answerable"]]
+    answered = 0
+    for a in real:
+        shown = shown_of({**a, "passages": reader_order(a["passages"])})
+        p = shipped.answerable(a["question"], shown, shipped.select(a["question"], shown))
+        answered += p >= changed.threshold
+    assert answered >= 0.9 * len(real)

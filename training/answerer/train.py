@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -212,6 +213,12 @@ def pick(asks: list[dict[str, Any]], scores: list[np.ndarray]) -> dict[str, floa
     }
 
 
+def stored(threshold: float) -> float:
+    """The threshold as the model file keeps it: four decimals, rounded down, so the question the threshold
+    was set at is still answered (rounding up would abstain on it)."""
+    return math.floor(threshold * 10_000) / 10_000
+
+
 def set_threshold(pairs: list[tuple[float, bool]]) -> tuple[float, str]:
     """The abstain threshold over (P(answerable), answerable) pairs, and the rule that chose it: the product's
     floors where some threshold meets them, else the highest that still answers 90 % of the answerable."""
@@ -222,6 +229,68 @@ def set_threshold(pairs: list[tuple[float, bool]]) -> tuple[float, str]:
         answering_floor(pairs),
         "the highest that answers 90 % of the answerable (no threshold met the 0.9 / 0.8 floors)",
     )
+
+
+def recalibrate(path: Path, asks: list[dict[str, Any]], ns: argparse.Namespace, degraded: int) -> int:
+    """An answerer's threshold set anew on ``asks``' calibration part; its models are kept as they are. The
+    answerability model reads the head's scores, so a new head (or the real posts alone) moves where a share
+    of the answerable questions falls."""
+    from services.answer.selector import load
+
+    answerer = load(path)
+    cal = [a for a in asks if part(a["question"]) == "calibration"]
+    scored: list[tuple[float, bool, bool]] = []
+    for rec in cal:
+        shown = shown_of(rec)
+        logits = answerer.select(rec["question"], shown)
+        p = answerer.answerable(rec["question"], shown, logits, None, rec.get("known", ()))
+        scored.append((p, bool(rec["answerable"]), is_real(rec)))
+    pairs = [(p, ok) for p, ok, _ in scored]
+    real_pairs = [(p, ok) for p, ok, real in scored if real]
+    on = real_pairs if ns.calibrate_on == "real" else pairs
+    threshold, rule = set_threshold(on)
+    if ns.calibrate_on == "real":
+        rule += f", on the {len(real_pairs)} real posts among the calibration asks"
+    figures = {
+        "asks": {"read": len(asks) + degraded, "degraded": degraded, "calibration": len(cal)},
+        "auc_calibration": round(auc([p for p, _ in pairs], [int(ok) for _, ok in pairs]), 3),
+        "auc_calibration_real_posts": round(
+            auc([p for p, _ in real_pairs], [int(ok) for _, ok in real_pairs]), 3
+        ),
+        "threshold_before": answerer.threshold,
+        "figures_before": abstain_figures(pairs, answerer.threshold),
+        "figures_before_real_posts": abstain_figures(real_pairs, answerer.threshold),
+        "threshold": stored(threshold),
+        "rule": rule,
+        "figures_at_threshold": abstain_figures(pairs, threshold),
+        "figures_at_threshold_real_posts": abstain_figures(real_pairs, threshold),
+    }
+    print(json.dumps(figures, indent=2))
+    if ns.report:
+        Path(ns.report).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    if ns.dry_run:
+        return 0
+    model = json.loads(path.read_text(encoding="utf-8"))
+    silent = sum(not ok for _, ok in on)
+    model["threshold"] = stored(threshold)
+    model["threshold_rule"] = rule
+    model["calibrated_on"] = (
+        f"{len(on) - silent} answerable + {silent} silent held-out training asks"
+        + (", real players' posts only" if ns.calibrate_on == "real" else "")
+        + f" of {Path(ns.asks).name} (data/questions/questions-*.jsonl, eval-overlap guarded)"
+        + " through the real road"
+    )
+    model["recalibrated"] = {
+        "when": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "from": f"{path.name}@{hashlib.sha256(path.read_bytes()).hexdigest()[:12]}",
+        "asks": Path(ns.asks).name,
+        "calibrate_on": ns.calibrate_on,
+        "figures": figures,
+    }
+    Path(ns.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(ns.out).write_text(readable_json(model) + "\n", encoding="utf-8")
+    print(f"wrote {ns.out}", file=sys.stderr)
+    return 0
 
 
 def readable_json(value: Any, depth: int = 0) -> str:
@@ -278,6 +347,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the calibration asks the threshold is set on: all of them, or the real players' posts alone"
         " (the kind of question the product serves; written silent questions read otherwise)",
     )
+    ap.add_argument(
+        "--recalibrate",
+        metavar="MODEL",
+        help="fit nothing: keep this answerer.json's selector and answerability model and set only its"
+        " threshold on these asks' calibration part (a new head's asks, say), written to --out",
+    )
     ap.add_argument("--report", help="also write the figures here (JSON)")
     ap.add_argument("--dry-run", action="store_true", help="figures only, no model written")
     ns = ap.parse_args(argv)
@@ -290,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     for a in asks:  # the reader's order, as the backend reads them (they arrive dealt ends-first)
         a["passages"] = reader_order(a["passages"])
     degraded = len(lines) - len(asks)
+    if ns.recalibrate:
+        return recalibrate(Path(ns.recalibrate), asks, ns, degraded)
     reader = None
     if ns.sentence_reader:
         from services.answer.sentences import SentenceReader
@@ -414,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
             "auc_calibration_cosine_blend (before)": round(
                 auc([s for s, _ in base_pairs], [int(ok) for _, ok in base_pairs]), 3
             ),
-            "threshold": round(threshold, 4),
+            "threshold": stored(threshold),
             "rule": rule,
             "figures_at_threshold": abstain_figures(pairs, threshold),
             "figures_at_threshold_real_posts": abstain_figures(real_pairs, threshold),
@@ -430,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
     model: dict[str, Any] = {
         "selector": selector.as_dict(),
         "answerability": answerability.as_dict(),
-        "threshold": round(threshold, 4),
+        "threshold": stored(threshold),
         "threshold_rule": rule,
         "calibrated_on": (
             f"{len(calibrated) - silent_cal} answerable + {silent_cal} silent held-out training asks"

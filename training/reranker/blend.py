@@ -63,35 +63,50 @@ def blend_graph(a: Path, b: Path, weight: float, shift: float) -> Any:
     merged = onnx.load(str(a))
     (head_b,) = halves(b, HEAD_HALF)
     shared = {*HEAD_HALF[0], ""}
+    tag = free_tag(merged)
 
     def renamed(name: str) -> str:
-        return name if name in shared else f"blend_b/{name}"
+        return name if name in shared else f"{tag}_b/{name}"
 
-    for node in head_b.graph.node:
-        node.name = f"blend_b/{node.name}"
+    for i, node in enumerate(head_b.graph.node):
+        node.name = f"{tag}_b/{node.name or i}"
         node.input[:] = [renamed(x) for x in node.input]
         node.output[:] = [renamed(x) for x in node.output]
     for init in head_b.graph.initializer:
         init.name = renamed(init.name)
     g = merged.graph
     for node in g.node:
-        node.output[:] = ["blend_a/score" if o == "score" else o for o in node.output]
+        node.output[:] = [f"{tag}_a/score" if o == "score" else o for o in node.output]
+        node.input[:] = [f"{tag}_a/score" if x == "score" else x for x in node.input]
     g.node.extend(head_b.graph.node)
     g.initializer.extend(head_b.graph.initializer)
     g.initializer.extend(
-        helper.make_tensor(name, onnx.TensorProto.FLOAT, [], [value])
-        for name, value in (("blend/wa", weight), ("blend/wb", 1.0 - weight), ("blend/shift", shift))
+        helper.make_tensor(f"{tag}/{name}", onnx.TensorProto.FLOAT, [], [value])
+        for name, value in (("wa", weight), ("wb", 1.0 - weight), ("shift", shift))
     )
     g.node.extend(
         [
-            helper.make_node("Mul", ["blend_a/score", "blend/wa"], ["blend/a"]),
-            helper.make_node("Mul", ["blend_b/score", "blend/wb"], ["blend/b"]),
-            helper.make_node("Add", ["blend/a", "blend/b"], ["blend/sum"]),
-            helper.make_node("Add", ["blend/sum", "blend/shift"], ["score"]),
+            helper.make_node("Mul", [f"{tag}_a/score", f"{tag}/wa"], [f"{tag}/a"]),
+            helper.make_node("Mul", [f"{tag}_b/score", f"{tag}/wb"], [f"{tag}/b"]),
+            helper.make_node("Add", [f"{tag}/a", f"{tag}/b"], [f"{tag}/sum"]),
+            helper.make_node("Add", [f"{tag}/sum", f"{tag}/shift"], ["score"]),
         ]
     )
     onnx.checker.check_model(merged)
     return merged
+
+
+def free_tag(model: Any) -> str:
+    """The first name prefix ("blend", then "blend2", ...) that no node or weight of ``model`` uses: head A
+    may be a blend already (the shipped reader is one), and its names must stay apart from this blend's."""
+    g = model.graph
+    names = {i.name for i in g.initializer} | {x for n in g.node for x in (*n.input, *n.output, n.name)}
+    level = 1
+    while True:
+        tag = "blend" if level == 1 else f"blend{level}"
+        if not any(n.startswith((f"{tag}/", f"{tag}_a/", f"{tag}_b/")) for n in names):
+            return tag
+        level += 1
 
 
 def measure(pools: Sequence[Pool], scores: Sequence[np.ndarray], prior: float) -> dict[str, float]:

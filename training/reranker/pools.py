@@ -25,6 +25,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTIONS = "data/questions/questions-*.jsonl"
+POOL_DEPTH = 48  # the served candidates a head trains against (the reader scored 48 when they were drawn)
 
 
 async def collect(rows: list[Any], out_path: Path, depth: int | None, concurrency: int) -> dict[str, int]:
@@ -97,8 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--depth",
         type=int,
-        default=None,
-        help="fused candidates kept per question (default: what the road hands the reader, 48)",
+        default=POOL_DEPTH,
+        help=f"fused candidates kept per question (default {POOL_DEPTH}, the depth the shipped heads"
+        " trained on; the road hands the reader fewer)",
     )
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions (a smoke run)")
     ap.add_argument("--concurrency", type=int, default=3, help="asks in flight at once")
