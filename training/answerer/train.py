@@ -29,6 +29,7 @@ import hashlib
 import json
 import math
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -231,6 +232,45 @@ def set_threshold(pairs: list[tuple[float, bool]]) -> tuple[float, str]:
     )
 
 
+@dataclass(frozen=True)
+class Calibration:
+    """The threshold set on the calibration asks (all of them, or the real posts alone), with its rule, the
+    figures the report and the model file keep, and the model file's ``calibrated_on``."""
+
+    threshold: float
+    rule: str
+    figures: dict[str, Any]
+    calibrated_on: str
+
+
+def calibrate(scored: list[tuple[float, bool, bool]], on: str, asks_name: str = "") -> Calibration:
+    """``scored``: (P(answerable), answerable, a real post) per calibration ask; ``on``: "all" or "real"."""
+    pairs = [(p, ok) for p, ok, _ in scored]
+    real_pairs = [(p, ok) for p, ok, real in scored if real]
+    chosen = real_pairs if on == "real" else pairs
+    threshold, rule = set_threshold(chosen)
+    if on == "real":
+        rule += f", on the {len(real_pairs)} real posts among the calibration asks"
+    silent = sum(not ok for _, ok in chosen)
+    figures = {
+        "auc_calibration": round(auc([p for p, _ in pairs], [int(ok) for _, ok in pairs]), 3),
+        "auc_calibration_real_posts": round(
+            auc([p for p, _ in real_pairs], [int(ok) for _, ok in real_pairs]), 3
+        ),
+        "threshold": stored(threshold),
+        "rule": rule,
+        "figures_at_threshold": abstain_figures(pairs, threshold),
+        "figures_at_threshold_real_posts": abstain_figures(real_pairs, threshold),
+    }
+    calibrated_on = (
+        f"{len(chosen) - silent} answerable + {silent} silent held-out training asks"
+        + (", real players' posts only" if on == "real" else "")
+        + (f" of {asks_name}" if asks_name else "")
+        + " (data/questions/questions-*.jsonl, eval-overlap guarded) through the real road"
+    )
+    return Calibration(stored(threshold), rule, figures, calibrated_on)
+
+
 def recalibrate(path: Path, asks: list[dict[str, Any]], ns: argparse.Namespace, degraded: int) -> int:
     """An answerer's threshold set anew on ``asks``' calibration part; its models are kept as they are. The
     answerability model reads the head's scores, so a new head (or the real posts alone) moves where a share
@@ -247,23 +287,13 @@ def recalibrate(path: Path, asks: list[dict[str, Any]], ns: argparse.Namespace, 
         scored.append((p, bool(rec["answerable"]), is_real(rec)))
     pairs = [(p, ok) for p, ok, _ in scored]
     real_pairs = [(p, ok) for p, ok, real in scored if real]
-    on = real_pairs if ns.calibrate_on == "real" else pairs
-    threshold, rule = set_threshold(on)
-    if ns.calibrate_on == "real":
-        rule += f", on the {len(real_pairs)} real posts among the calibration asks"
+    cal_set = calibrate(scored, ns.calibrate_on, Path(ns.asks).name)
     figures = {
         "asks": {"read": len(asks) + degraded, "degraded": degraded, "calibration": len(cal)},
-        "auc_calibration": round(auc([p for p, _ in pairs], [int(ok) for _, ok in pairs]), 3),
-        "auc_calibration_real_posts": round(
-            auc([p for p, _ in real_pairs], [int(ok) for _, ok in real_pairs]), 3
-        ),
         "threshold_before": answerer.threshold,
         "figures_before": abstain_figures(pairs, answerer.threshold),
         "figures_before_real_posts": abstain_figures(real_pairs, answerer.threshold),
-        "threshold": stored(threshold),
-        "rule": rule,
-        "figures_at_threshold": abstain_figures(pairs, threshold),
-        "figures_at_threshold_real_posts": abstain_figures(real_pairs, threshold),
+        **cal_set.figures,
     }
     print(json.dumps(figures, indent=2))
     if ns.report:
@@ -271,15 +301,9 @@ def recalibrate(path: Path, asks: list[dict[str, Any]], ns: argparse.Namespace, 
     if ns.dry_run:
         return 0
     model = json.loads(path.read_text(encoding="utf-8"))
-    silent = sum(not ok for _, ok in on)
-    model["threshold"] = stored(threshold)
-    model["threshold_rule"] = rule
-    model["calibrated_on"] = (
-        f"{len(on) - silent} answerable + {silent} silent held-out training asks"
-        + (", real players' posts only" if ns.calibrate_on == "real" else "")
-        + f" of {Path(ns.asks).name} (data/questions/questions-*.jsonl, eval-overlap guarded)"
-        + " through the real road"
-    )
+    model["threshold"] = cal_set.threshold
+    model["threshold_rule"] = cal_set.rule
+    model["calibrated_on"] = cal_set.calibrated_on
     model["recalibrated"] = {
         "when": datetime.now(UTC).strftime("%Y-%m-%d"),
         "from": f"{path.name}@{hashlib.sha256(path.read_bytes()).hexdigest()[:12]}",
@@ -470,11 +494,7 @@ def main(argv: list[str] | None = None) -> int:
         x = features(rec)[cols]
         return sigmoid(float(answerability.logits(x[None, :])[0]))
 
-    pairs = [(p_answer(a), bool(a["answerable"])) for a in cal]
-    real_pairs = [pair for pair, a in zip(pairs, cal, strict=True) if is_real(a)]
-    threshold, rule = set_threshold(real_pairs if ns.calibrate_on == "real" else pairs)
-    if ns.calibrate_on == "real":
-        rule += f", on the {len(real_pairs)} real posts among the calibration asks"
+    cal_set = calibrate([(p_answer(a), bool(a["answerable"]), is_real(a)) for a in cal], ns.calibrate_on)
     base_pairs = [(float(baseline_scores(a).max()), bool(a["answerable"])) for a in cal]
     silent_fit = sum(not a["answerable"] for a in fit)
     report = {
@@ -484,17 +504,10 @@ def main(argv: list[str] | None = None) -> int:
         "answerability": {
             "fit": f"{len(fit) - silent_fit} answerable + {silent_fit} silent asks"
             + (f" + removed-passage copies at weight {ns.removed_weight}" if ns.removed_weight else ""),
-            "auc_calibration": round(auc([s for s, _ in pairs], [int(ok) for _, ok in pairs]), 3),
-            "auc_calibration_real_posts": round(
-                auc([s for s, _ in real_pairs], [int(ok) for _, ok in real_pairs]), 3
-            ),
             "auc_calibration_cosine_blend (before)": round(
                 auc([s for s, _ in base_pairs], [int(ok) for _, ok in base_pairs]), 3
             ),
-            "threshold": stored(threshold),
-            "rule": rule,
-            "figures_at_threshold": abstain_figures(pairs, threshold),
-            "figures_at_threshold_real_posts": abstain_figures(real_pairs, threshold),
+            **cal_set.figures,
         },
     }
     print(json.dumps(report, indent=2))
@@ -502,18 +515,12 @@ def main(argv: list[str] | None = None) -> int:
         Path(ns.report).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     if ns.dry_run:
         return 0
-    calibrated = [a for a in cal if is_real(a)] if ns.calibrate_on == "real" else cal
-    silent_cal = sum(not a["answerable"] for a in calibrated)
     model: dict[str, Any] = {
         "selector": selector.as_dict(),
         "answerability": answerability.as_dict(),
-        "threshold": stored(threshold),
-        "threshold_rule": rule,
-        "calibrated_on": (
-            f"{len(calibrated) - silent_cal} answerable + {silent_cal} silent held-out training asks"
-            + (", real players' posts only" if ns.calibrate_on == "real" else "")
-            + " (data/questions/questions-*.jsonl, eval-overlap guarded) through the real road"
-        ),
+        "threshold": cal_set.threshold,
+        "threshold_rule": cal_set.rule,
+        "calibrated_on": cal_set.calibrated_on,
         "trained": {
             "when": datetime.now(UTC).strftime("%Y-%m-%d"),
             "reader_seen": ns.reader_seen,

@@ -77,7 +77,6 @@ def blend_graph(a: Path, b: Path, weight: float, shift: float) -> Any:
     g = merged.graph
     for node in g.node:
         node.output[:] = [f"{tag}_a/score" if o == "score" else o for o in node.output]
-        node.input[:] = [f"{tag}_a/score" if x == "score" else x for x in node.input]
     g.node.extend(head_b.graph.node)
     g.initializer.extend(head_b.graph.initializer)
     g.initializer.extend(
