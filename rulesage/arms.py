@@ -118,17 +118,26 @@ class ArmClient:
             raise TimeoutError("not reachable: " + ", ".join(late))
 
     async def fan_out(
-        self, question: str, game: str, deadline: float, limit: int = 0, cards_text: str = ""
+        self,
+        question: str,
+        game: str,
+        deadline: float,
+        limit: int = 0,
+        cards_text: str = "",
+        card_ids: Sequence[int] = (),
     ) -> FanOut:
         """Ask every arm about ``question`` in ``game`` before ``deadline`` (time.monotonic()).
         ``cards_text``: what the cards the question names say; the lexical arm and the embedder then add a
-        lane that searches the question followed by it."""
+        lane that searches the question followed by it. ``card_ids``: those cards; the dense arm then adds a
+        lane of the passages nearest their official rulings."""
         self.open()
 
         def left() -> float:
             return max(0.01, deadline - time.monotonic())
 
-        req = arm_pb2.ArmRequest(question=question, game=game, limit=limit, cards_text=cards_text)
+        req = arm_pb2.ArmRequest(
+            question=question, game=game, limit=limit, cards_text=cards_text, card_ids=card_ids
+        )
         at_once = {
             s.name: asyncio.ensure_future(
                 _timed(
@@ -159,6 +168,7 @@ class ArmClient:
                     vectors=embed.result.vectors,
                     limit=limit,
                     cards_text=cards_text,
+                    card_ids=card_ids,
                 )
                 done = await asyncio.gather(
                     *(

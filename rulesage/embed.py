@@ -291,9 +291,12 @@ class Embedder:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
 
-    def embed_queries(self, texts: list[str]) -> np.ndarray:
-        """One vector per question (truncated to the window: questions are short)."""
+    def embed_queries(self, texts: list[str], batch: int | None = None) -> np.ndarray:
+        """One vector per question (truncated to the window: questions are short). ``batch``: rows per
+        run, for many texts at once (``_run`` buckets them by length); by default a few lanes of one ask."""
         wins = [self._windows(QUERY_PREFIX + t)[0] for t in texts]
+        if batch is not None:
+            return self._run(wins, batch=batch)
         # lanes of very different lengths (a question and the question with its cards' text) run apart: one
         # batch would pad the short one to the long one's width and pay for it
         lengths = [len(w) for w in wins]

@@ -274,6 +274,9 @@ def _capitalised(t: _Token) -> bool:
     return t.raw[:1].isupper() and t.raw != "I" and not t.raw.isdigit()
 
 
+# How many of its family's passages the ingest keeps as each ruling's nearest (card_rulings.near): the most
+# the dense arm's rulings lane reads of one ruling
+RULING_NEIGHBOURS = 64
 SEARCHED_CARDS = 4  # the first cards a question names join the search; the rest are shown, not searched
 SEARCH_TEXT_CHARS = 900  # what the cards add to a query at most (the dense window is 256 word pieces)
 

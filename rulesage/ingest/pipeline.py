@@ -19,7 +19,9 @@ from pathlib import Path
 import psycopg
 from tqdm import tqdm
 
+from rulesage.core.cards import RULING_NEIGHBOURS
 from rulesage.core.categories import MapError
+from rulesage.core.nearest import nearest_ids
 from rulesage.db import connect
 from rulesage.ingest import cards as card_table
 from rulesage.ingest import categories, store
@@ -33,6 +35,7 @@ _INGEST_LOCK = 724_114  # advisory lock: one ingest at a time per database
 # The tables a family filters its searches by: analysed after an ingest that wrote to them.
 ANALYSED = ("documents", "sections", "passages", "postings")
 EMBED_BATCH = 256  # passages per embedder call (progress granularity)
+RULINGS_BATCH = 2048  # rulings per embedder call: short texts, bucketed by length inside a call
 
 Parser = Callable[..., ParsedDocument]
 
@@ -56,6 +59,8 @@ class IngestSummary:
     card_tables: int = 0  # games whose card table was loaded or found unchanged (rulesage.ingest.cards)
     cards: int = 0  # cards those tables hold
     cards_written: int = 0  # of which: inserted or rewritten in this run
+    rulings_embedded: int = 0  # official rulings whose vector was drawn in this run (new, changed, new model)
+    rulings_neighboured: int = 0  # rulings whose nearest passages were drawn (their book or vector changed)
     seconds: float = 0.0
     parse_seconds: float = 0.0  # extraction (overlaps embedding: the next document is parsed meanwhile)
     embed_seconds: float = 0.0
@@ -74,7 +79,8 @@ class IngestSummary:
             f"{self.passages} passages, {self.embedded} embedded "
             f"({self.reembedded_changed} changed in new releases), {self.retired} retired, "
             f"{self.superseded} superseded, {self.aliases} aliases, {self.category_maps} category maps, "
-            f"{self.cards} cards ({self.cards_written} written)"
+            f"{self.cards} cards ({self.cards_written} written, {self.rulings_embedded} rulings embedded, "
+            f"{self.rulings_neighboured} neighboured)"
             f" in {self.seconds:.1f}s"
         )
 
@@ -362,6 +368,59 @@ class _Run:
             self.summary.card_tables += 1
             self.summary.cards += loaded.cards
             self.summary.cards_written += loaded.written
+            self.summary.rulings_embedded += self._embed_rulings(self.game_ids[g.slug])
+            self.summary.rulings_neighboured += self._ruling_neighbours(
+                self.game_ids[g.slug], self.family_ids[g.family]
+            )
+
+    def _embed_rulings(self, game_id: int) -> int:
+        """Draw the vectors of the game's rulings that have none of the active space (new or changed cards,
+        or a new model), a batch at a time: an interrupted run leaves the rest to the next one."""
+        rows = store.rulings_to_embed(self.conn, game_id, self.space_id)
+        bar = tqdm(
+            total=len(rows),
+            desc="rulings",
+            unit="ruling",
+            file=sys.stderr,
+            disable=not self.progress or not rows,
+            dynamic_ncols=True,
+        )
+        with bar:
+            for b in range(0, len(rows), RULINGS_BATCH):
+                batch = rows[b : b + RULINGS_BATCH]
+                vectors = self._embed_texts_as_queries([r[2] for r in batch])
+                keys = [(int(r[0]), int(r[1])) for r in batch]
+                store.store_ruling_vectors(self.conn, self.space_id, keys, vectors)
+                bar.update(len(batch))
+        return len(rows)
+
+    def _ruling_neighbours(self, game_id: int, family_id: int) -> int:
+        """Draw every ruling's nearest passages again when a ruling has none or the family's live passages
+        (or the space) changed since they were drawn; the number of rulings drawn (0: all were current)."""
+        stamp = store.family_stamp(self.conn, family_id, self.space_id)
+        stored = self.conn.execute(
+            "SELECT near_stamp FROM card_tables WHERE game_id = %s", (game_id,)
+        ).fetchone()
+        if (
+            stored is not None
+            and stored[0] == stamp
+            and not store.rulings_without_neighbours(self.conn, game_id)
+        ):
+            return 0
+        ids, vectors = store.family_vectors(self.conn, family_id)
+        keys, rulings = store.game_ruling_vectors(self.conn, game_id, self.space_id)
+        near = nearest_ids(rulings, vectors, ids, RULING_NEIGHBOURS)
+        with self.conn.transaction():
+            store.store_ruling_neighbours(self.conn, game_id, keys, near, stamp)
+        return len(keys)
+
+    def _embed_texts_as_queries(self, texts: list[str]):  # type: ignore[no-untyped-def]
+        # a ruling is read as a question is: the dense arm compares it with the passages as it does a question
+        started = time.perf_counter()
+        try:
+            return self.embedder.embed_queries(texts, batch=64)
+        finally:
+            self.summary.embed_seconds += time.perf_counter() - started
 
     def _fail(self, entry: DocumentEntry, error: str) -> None:
         self._record(entry.key, str(entry.path), error)

@@ -403,3 +403,100 @@ def store_vectors(conn: psycopg.Connection, space_id: int, ids: list[int], vecto
         " FROM unnest(%s::bigint[], %s::vector[]) AS v(id, e) WHERE p.id = v.id",
         (space_id, ids, [np.asarray(v, dtype=np.float32) for v in vectors]),
     )
+
+
+def rulings_to_embed(conn: psycopg.Connection, game_id: int, space_id: int) -> list[tuple[int, int, str]]:
+    """The game's card rulings without a vector of the active space: (card id, ord, text)."""
+    return conn.execute(
+        "SELECT r.card_id, r.ord, r.text FROM card_rulings r JOIN cards c ON c.id = r.card_id"
+        " WHERE c.game_id = %s AND (r.embedding IS NULL OR r.space_id IS DISTINCT FROM %s)"
+        " ORDER BY r.card_id, r.ord",
+        (game_id, space_id),
+    ).fetchall()
+
+
+def store_ruling_vectors(
+    conn: psycopg.Connection, space_id: int, keys: list[tuple[int, int]], vectors: np.ndarray
+) -> None:
+    """Store rulings' vectors; their neighbours, drawn from the old ones, are cleared."""
+    if not keys:
+        return
+    conn.execute(
+        "UPDATE card_rulings r SET embedding = v.e, space_id = %s, near = NULL"
+        " FROM unnest(%s::bigint[], %s::int[], %s::vector[]) AS v(card_id, ord, e)"
+        " WHERE r.card_id = v.card_id AND r.ord = v.ord",
+        (
+            space_id,
+            [k[0] for k in keys],
+            [k[1] for k in keys],
+            [np.asarray(v, dtype=np.float32) for v in vectors],
+        ),
+    )
+
+
+def _array(v: object) -> np.ndarray:
+    """A stored vector as numpy (pgvector's type where registered, else a list)."""
+    to_numpy = getattr(v, "to_numpy", None)
+    return np.asarray(to_numpy() if to_numpy else v, dtype=np.float32)
+
+
+def family_stamp(conn: psycopg.Connection, family_id: int, space_id: int) -> str:
+    """What a ruling's neighbours were drawn from: the space and the family's live passages with a vector."""
+    row = conn.execute(
+        "SELECT count(*), md5(coalesce(string_agg(id::text, ',' ORDER BY id), '')) FROM live_passages"
+        " WHERE family_id = %s AND embedding IS NOT NULL",
+        (family_id,),
+    ).fetchone()
+    assert row is not None
+    return f"space {space_id}: {row[0]} passages {row[1]}"
+
+
+def family_vectors(conn: psycopg.Connection, family_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """The family's live passages with a vector: ids (ascending) and vectors, row for row."""
+    rows = conn.execute(
+        "SELECT id, embedding FROM live_passages WHERE family_id = %s AND embedding IS NOT NULL ORDER BY id",
+        (family_id,),
+    ).fetchall()
+    ids = np.asarray([int(r[0]) for r in rows], dtype=np.int64)
+    vectors = np.asarray([_array(r[1]) for r in rows], dtype=np.float32)
+    return ids, vectors.reshape(len(rows), -1)
+
+
+def game_ruling_vectors(
+    conn: psycopg.Connection, game_id: int, space_id: int
+) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """The game's rulings with a vector of the active space: (card id, ord) and vectors, row for row."""
+    rows = conn.execute(
+        "SELECT r.card_id, r.ord, r.embedding FROM card_rulings r JOIN cards c ON c.id = r.card_id"
+        " WHERE c.game_id = %s AND r.space_id = %s AND r.embedding IS NOT NULL ORDER BY r.card_id, r.ord",
+        (game_id, space_id),
+    ).fetchall()
+    keys = [(int(r[0]), int(r[1])) for r in rows]
+    vectors = np.asarray([_array(r[2]) for r in rows], dtype=np.float32)
+    return keys, vectors.reshape(len(rows), -1)
+
+
+def rulings_without_neighbours(conn: psycopg.Connection, game_id: int) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM card_rulings r JOIN cards c ON c.id = r.card_id"
+        " WHERE c.game_id = %s AND r.near IS NULL",
+        (game_id,),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def store_ruling_neighbours(
+    conn: psycopg.Connection, game_id: int, keys: list[tuple[int, int]], near: np.ndarray, stamp: str
+) -> None:
+    """Each ruling's nearest passage ids (rows of ``near``, best first) and the stamp they were drawn at.
+    Runs in the caller's transaction."""
+    conn.execute("CREATE TEMP TABLE ruling_near (card_id bigint, ord int, near bigint[]) ON COMMIT DROP")
+    with conn.cursor().copy("COPY ruling_near (card_id, ord, near) FROM STDIN") as copy:
+        for (card_id, ord_), row in zip(keys, near, strict=True):
+            copy.write_row((card_id, ord_, [int(x) for x in row]))
+    conn.execute(
+        "UPDATE card_rulings r SET near = n.near FROM ruling_near n"
+        " WHERE r.card_id = n.card_id AND r.ord = n.ord"
+    )
+    conn.execute("DROP TABLE ruling_near")
+    conn.execute("UPDATE card_tables SET near_stamp = %s WHERE game_id = %s", (stamp, game_id))

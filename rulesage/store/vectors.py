@@ -36,6 +36,26 @@ CROSS JOIN LATERAL (
 ) AS p
 """
 
+# The nearest ``limit`` live passages of the family to each of the named cards' rulings, one round trip: the
+# ingest drew each ruling's nearest passages (card_rulings.near, best first), so nothing is scanned here; a
+# passage retired since is dropped. At most ``most`` rulings are read, dealt a card at a time (each card's
+# first ruling, then each one's second, ...): the first card's long list does not crowd out the next.
+RULINGS_SQL = """
+WITH r AS (
+    SELECT r.card_id, r.ord, r.near,
+           row_number() OVER (PARTITION BY r.card_id ORDER BY r.ord) AS turn,
+           array_position(%(cards)s::bigint[], r.card_id) AS card_rank
+    FROM card_rulings r
+    WHERE r.card_id = ANY(%(cards)s::bigint[]) AND r.near IS NOT NULL
+    ORDER BY turn, card_rank
+    LIMIT %(most)s
+)
+SELECT r.card_id, r.ord, n.id
+FROM r CROSS JOIN LATERAL unnest(r.near[1:%(limit)s]) WITH ORDINALITY AS n(id, k)
+JOIN live_passages p ON p.id = n.id AND p.family_id = %(family)s
+ORDER BY r.turn, r.card_rank, n.k
+"""
+
 
 @dataclass(frozen=True)
 class Hit:
@@ -58,4 +78,20 @@ async def nearest_per_document(
     out: dict[int, list[Hit]] = {}
     for doc, pid, score in await cur.fetchall():
         out.setdefault(int(doc), []).append(Hit(int(pid), float(score)))
+    return out
+
+
+async def nearest_to_rulings(
+    conn: Any, card_ids: list[int], family_id: int, most: int, limit: int
+) -> dict[tuple[int, int], list[int]]:
+    """Each read ruling's (card id, ord) nearest ``limit`` live passage ids, best first, in the order the
+    rulings were dealt (RULINGS_SQL); rulings whose neighbours were not drawn are not read."""
+    if not card_ids or most <= 0 or limit <= 0:
+        return {}
+    cur = await conn.execute(
+        RULINGS_SQL, {"cards": card_ids, "family": family_id, "most": most, "limit": limit}
+    )
+    out: dict[tuple[int, int], list[int]] = {}
+    for card, ord_, pid in await cur.fetchall():
+        out.setdefault((int(card), int(ord_)), []).append(int(pid))
     return out

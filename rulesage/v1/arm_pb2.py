@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from rulesage.v1 import common_pb2 as rulesage_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15rulesage/v1/arm.proto\x12\x0brulesage.v1\x1a\x18rulesage/v1/common.proto\"4\n\x06Vector\x12\x0c\n\x04lane\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x0e\n\x06values\x18\x03 \x03(\x02\"B\n\x0c\x45mbedRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x12\n\ncards_text\x18\x03 \x01(\t\";\n\nAliasMatch\x12\r\n\x05\x61lias\x18\x01 \x01(\t\x12\x0c\n\x04term\x18\x02 \x01(\t\x12\x10\n\x08\x65vidence\x18\x03 \x01(\t\"\x97\x01\n\x0b\x45mbedResult\x12$\n\x07vectors\x18\x01 \x03(\x0b\x32\x13.rulesage.v1.Vector\x12(\n\x07\x61liases\x18\x02 \x03(\x0b\x32\x17.rulesage.v1.AliasMatch\x12\r\n\x05model\x18\x03 \x01(\t\x12)\n\x07timings\x18\x04 \x03(\x0b\x32\x18.rulesage.v1.StageTiming\"u\n\nArmRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12$\n\x07vectors\x18\x03 \x03(\x0b\x32\x13.rulesage.v1.Vector\x12\r\n\x05limit\x18\x04 \x01(\x05\x12\x12\n\ncards_text\x18\x05 \x01(\t\"G\n\x06\x41rmHit\x12\x12\n\npassage_id\x18\x01 \x01(\x03\x12\x0c\n\x04rank\x18\x02 \x01(\x05\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x0c\n\x04lane\x18\x04 \x01(\t\"\xac\x01\n\tArmResult\x12\x0b\n\x03\x61rm\x18\x01 \x01(\t\x12!\n\x04hits\x18\x02 \x03(\x0b\x32\x13.rulesage.v1.ArmHit\x12\r\n\x05lanes\x18\x03 \x03(\t\x12)\n\x07timings\x18\x04 \x03(\x0b\x32\x18.rulesage.v1.StageTiming\x12\x0c\n\x04note\x18\x05 \x01(\t\x12\'\n\x08\x63\x61tegory\x18\x06 \x01(\x0b\x32\x15.rulesage.v1.Category\"\x90\x01\n\x08\x43\x61tegory\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nconfidence\x18\x02 \x01(\x01\x12\x11\n\tthreshold\x18\x03 \x01(\x01\x12\x10\n\x08sections\x18\x04 \x03(\t\x12\x11\n\trunner_up\x18\x05 \x01(\t\x12\x1c\n\x14runner_up_confidence\x18\x06 \x01(\x01\x12\x0c\n\x04\x62\x65st\x18\x07 \x01(\t2@\n\x03\x41rm\x12\x39\n\x06Search\x12\x17.rulesage.v1.ArmRequest\x1a\x16.rulesage.v1.ArmResult2H\n\x08\x45mbedder\x12<\n\x05\x45mbed\x12\x19.rulesage.v1.EmbedRequest\x1a\x18.rulesage.v1.EmbedResultb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15rulesage/v1/arm.proto\x12\x0brulesage.v1\x1a\x18rulesage/v1/common.proto\"4\n\x06Vector\x12\x0c\n\x04lane\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x0e\n\x06values\x18\x03 \x03(\x02\"B\n\x0c\x45mbedRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x12\n\ncards_text\x18\x03 \x01(\t\";\n\nAliasMatch\x12\r\n\x05\x61lias\x18\x01 \x01(\t\x12\x0c\n\x04term\x18\x02 \x01(\t\x12\x10\n\x08\x65vidence\x18\x03 \x01(\t\"\x97\x01\n\x0b\x45mbedResult\x12$\n\x07vectors\x18\x01 \x03(\x0b\x32\x13.rulesage.v1.Vector\x12(\n\x07\x61liases\x18\x02 \x03(\x0b\x32\x17.rulesage.v1.AliasMatch\x12\r\n\x05model\x18\x03 \x01(\t\x12)\n\x07timings\x18\x04 \x03(\x0b\x32\x18.rulesage.v1.StageTiming\"\x87\x01\n\nArmRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12$\n\x07vectors\x18\x03 \x03(\x0b\x32\x13.rulesage.v1.Vector\x12\r\n\x05limit\x18\x04 \x01(\x05\x12\x12\n\ncards_text\x18\x05 \x01(\t\x12\x10\n\x08\x63\x61rd_ids\x18\x06 \x03(\x03\"G\n\x06\x41rmHit\x12\x12\n\npassage_id\x18\x01 \x01(\x03\x12\x0c\n\x04rank\x18\x02 \x01(\x05\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x0c\n\x04lane\x18\x04 \x01(\t\"\xac\x01\n\tArmResult\x12\x0b\n\x03\x61rm\x18\x01 \x01(\t\x12!\n\x04hits\x18\x02 \x03(\x0b\x32\x13.rulesage.v1.ArmHit\x12\r\n\x05lanes\x18\x03 \x03(\t\x12)\n\x07timings\x18\x04 \x03(\x0b\x32\x18.rulesage.v1.StageTiming\x12\x0c\n\x04note\x18\x05 \x01(\t\x12\'\n\x08\x63\x61tegory\x18\x06 \x01(\x0b\x32\x15.rulesage.v1.Category\"\x90\x01\n\x08\x43\x61tegory\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nconfidence\x18\x02 \x01(\x01\x12\x11\n\tthreshold\x18\x03 \x01(\x01\x12\x10\n\x08sections\x18\x04 \x03(\t\x12\x11\n\trunner_up\x18\x05 \x01(\t\x12\x1c\n\x14runner_up_confidence\x18\x06 \x01(\x01\x12\x0c\n\x04\x62\x65st\x18\x07 \x01(\t2@\n\x03\x41rm\x12\x39\n\x06Search\x12\x17.rulesage.v1.ArmRequest\x1a\x16.rulesage.v1.ArmResult2H\n\x08\x45mbedder\x12<\n\x05\x45mbed\x12\x19.rulesage.v1.EmbedRequest\x1a\x18.rulesage.v1.EmbedResultb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,16 +40,16 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ALIASMATCH']._serialized_end=245
   _globals['_EMBEDRESULT']._serialized_start=248
   _globals['_EMBEDRESULT']._serialized_end=399
-  _globals['_ARMREQUEST']._serialized_start=401
-  _globals['_ARMREQUEST']._serialized_end=518
-  _globals['_ARMHIT']._serialized_start=520
-  _globals['_ARMHIT']._serialized_end=591
-  _globals['_ARMRESULT']._serialized_start=594
-  _globals['_ARMRESULT']._serialized_end=766
-  _globals['_CATEGORY']._serialized_start=769
-  _globals['_CATEGORY']._serialized_end=913
-  _globals['_ARM']._serialized_start=915
-  _globals['_ARM']._serialized_end=979
-  _globals['_EMBEDDER']._serialized_start=981
-  _globals['_EMBEDDER']._serialized_end=1053
+  _globals['_ARMREQUEST']._serialized_start=402
+  _globals['_ARMREQUEST']._serialized_end=537
+  _globals['_ARMHIT']._serialized_start=539
+  _globals['_ARMHIT']._serialized_end=610
+  _globals['_ARMRESULT']._serialized_start=613
+  _globals['_ARMRESULT']._serialized_end=785
+  _globals['_CATEGORY']._serialized_start=788
+  _globals['_CATEGORY']._serialized_end=932
+  _globals['_ARM']._serialized_start=934
+  _globals['_ARM']._serialized_end=998
+  _globals['_EMBEDDER']._serialized_start=1000
+  _globals['_EMBEDDER']._serialized_end=1072
 # @@protoc_insertion_point(module_scope)

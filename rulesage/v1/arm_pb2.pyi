@@ -50,18 +50,20 @@ class EmbedResult(_message.Message):
     def __init__(self, vectors: _Optional[_Iterable[_Union[Vector, _Mapping]]] = ..., aliases: _Optional[_Iterable[_Union[AliasMatch, _Mapping]]] = ..., model: _Optional[str] = ..., timings: _Optional[_Iterable[_Union[_common_pb2.StageTiming, _Mapping]]] = ...) -> None: ...
 
 class ArmRequest(_message.Message):
-    __slots__ = ("question", "game", "vectors", "limit", "cards_text")
+    __slots__ = ("question", "game", "vectors", "limit", "cards_text", "card_ids")
     QUESTION_FIELD_NUMBER: _ClassVar[int]
     GAME_FIELD_NUMBER: _ClassVar[int]
     VECTORS_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     CARDS_TEXT_FIELD_NUMBER: _ClassVar[int]
+    CARD_IDS_FIELD_NUMBER: _ClassVar[int]
     question: str
     game: str
     vectors: _containers.RepeatedCompositeFieldContainer[Vector]
     limit: int
     cards_text: str
-    def __init__(self, question: _Optional[str] = ..., game: _Optional[str] = ..., vectors: _Optional[_Iterable[_Union[Vector, _Mapping]]] = ..., limit: _Optional[int] = ..., cards_text: _Optional[str] = ...) -> None: ...
+    card_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, question: _Optional[str] = ..., game: _Optional[str] = ..., vectors: _Optional[_Iterable[_Union[Vector, _Mapping]]] = ..., limit: _Optional[int] = ..., cards_text: _Optional[str] = ..., card_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ArmHit(_message.Message):
     __slots__ = ("passage_id", "rank", "score", "lane")

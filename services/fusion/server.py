@@ -39,6 +39,9 @@ class FusionSettings(CommonSettings):
     #   off      the cards are found and shown, never searched.
     # Measured on both gold sets' MTG questions (README, "The card table").
     rulesage_card_search: Literal["lanes", "replace", "off"] = "lanes"
+    # The searched cards' official rulings vote too, as the dense arm's lane "dense.rulings" (the passages
+    # nearest what each ruling says). Off: the cards' text alone joins the search, as before the lane.
+    rulesage_card_rulings: bool = True
     # How long a game's card names are used before the table is looked at again (a reloaded one is then
     # read again), seconds.
     rulesage_card_names_ttl_s: float = Field(300.0, gt=0)
@@ -88,15 +91,17 @@ class FusionService(DbService, fusion_pb2_grpc.FusionServicer):
         self._card_names[game_id] = (now, sha, index)
         return index
 
-    async def named_cards(self, question: str, game_id: int) -> list[common_pb2.NamedCard]:
-        """The cards the question names, with their text and rulings; the first few marked searched."""
+    async def named_cards(self, question: str, game_id: int) -> tuple[list[common_pb2.NamedCard], list[int]]:
+        """The cards the question names, with their text and rulings, the first few marked searched; and the
+        searched cards' ids."""
         index = await self.card_index(game_id)
         if index is None:
-            return []
+            return [], []
         mentions = index.find(question)
         async with self.pool.connection() as conn:
             found = await card_store.cards(conn, [m.card_id for m in mentions])
         out: list[common_pb2.NamedCard] = []
+        searched_ids: list[int] = []
         searching = self.fusion_settings.rulesage_card_search != "off"
         for m in mentions:
             c = found.get(m.card_id)
@@ -105,7 +110,9 @@ class FusionService(DbService, fusion_pb2_grpc.FusionServicer):
             fields = {k: v for k, v in asdict(c).items() if k != "id"}
             searched = searching and len(out) < card_core.SEARCHED_CARDS
             out.append(common_pb2.NamedCard(**fields, written=m.written, how=m.how, searched=searched))
-        return out
+            if searched:
+                searched_ids.append(c.id)
+        return out, searched_ids
 
     async def hydrate(self, fused: list[rrf.Fused]) -> list[common_pb2.Passage]:
         async with self.pool.connection() as conn:
@@ -131,12 +138,15 @@ class FusionService(DbService, fusion_pb2_grpc.FusionServicer):
         deadline = time.monotonic() + budget
         timings = Timings(self.name)
         with timings.stage("fusion.cards", game=game.slug) as span:
-            named = await self.named_cards(question, game.id)
+            named, searched_ids = await self.named_cards(question, game.id)
             span.set_attribute("cards.named", len(named))
         searched = [c for c in named if c.searched]
         cards_text = card_core.search_text((c.name, c.type_line, c.oracle) for c in searched)
+        card_ids = searched_ids if self.fusion_settings.rulesage_card_rulings else []
         with timings.stage("fusion.arms", game=game.slug) as span:
-            fan = await self.arms.fan_out(question, game.slug, deadline, cards_text=cards_text)
+            fan = await self.arms.fan_out(
+                question, game.slug, deadline, cards_text=cards_text, card_ids=card_ids
+            )
             span.set_attribute("arms.ok", sum(o.state is StageState.OK for o in fan.outcomes))
         lists = fan.lists()
         echo = rrf.echoes(lists)

@@ -60,6 +60,7 @@ def url() -> Iterator[str]:
         summary = ingest_shelf(u, SHELF, progress=False)
         assert not summary.failed, summary.failed
         assert (summary.card_tables, summary.cards, summary.cards_written) == (1, 6, 6)
+        assert summary.rulings_embedded == 3  # every ruling's vector, drawn once
         yield u
 
 
@@ -125,22 +126,43 @@ def test_an_unchanged_table_is_not_read_again_and_a_changed_one_updates_in_place
         before = cards_of(u)
         again = ingest_shelf(u, shelf, progress=False)
         assert (again.card_tables, again.cards, again.cards_written) == (1, 6, 0)
+        assert (again.rulings_embedded, again.rulings_neighboured) == (0, 0)
         assert cards_of(u) == before
 
         rows = read_rows(table)
         rows = [r for r in rows if r["name"] != "Darkness"]  # a card dropped
         rows[0]["oracle"] = "Target creature gets -5/-5 until end of turn."  # a card changed
+        rows[0]["rulings"] = ["A creature with toughness 0 or less goes to the discard pile.", "Second."]
         rows.append({"name": "Fresh Card", "type": "Instant", "oracle": "Draw a card.", "rulings": []})
         write_table(table, rows)
         changed = ingest_shelf(u, shelf, progress=False)
         assert not changed.failed
         assert (changed.cards, changed.cards_written) == (6, 2)  # the changed card and the new one
+        assert changed.rulings_embedded == 2  # the changed card's rulings alone are drawn again
+        assert changed.rulings_neighboured == 4  # and every ruling's nearest passages
+        with psycopg.connect(u) as conn:
+            unstamped = conn.execute(
+                "SELECT count(*) FROM card_rulings r LEFT JOIN embedding_space s ON s.id = r.space_id"
+                " WHERE r.embedding IS NULL OR NOT coalesce(s.active, false)"
+            ).fetchone()
+        assert unstamped == (0,)
         after = cards_of(u)
         assert "Darkness" not in after and "Fresh Card" in after
         assert after["Grasp of Gloom"][0].endswith("-5/-5 until end of turn.")
         assert after["Iron Golem"] == before["Iron Golem"]  # an unchanged card is not rewritten
         with psycopg.connect(u) as conn:
             assert not conn.execute("SELECT 1 FROM card_names WHERE key = 'darkness'").fetchall()
+
+        # a new release of the book: the rulings keep their vectors and find their nearest passages again
+        book = tmp_path / "cards" / "duel-rules.md"
+        book.write_text(book.read_text() + "\n## Tokens\n\nA token is a creature made by an effect.\n")
+        released = ingest_shelf(u, shelf, progress=False)
+        assert released.documents == 1
+        assert (released.rulings_embedded, released.rulings_neighboured) == (0, 4)
+        with psycopg.connect(u) as conn:
+            live = {r[0] for r in conn.execute("SELECT id FROM live_passages")}
+            near = [r[0] for r in conn.execute("SELECT near FROM card_rulings")]
+        assert near and all(n and set(n) <= live for n in near)
 
 
 def test_a_bad_table_fails_alone_and_the_stored_one_stays(tmp_path: Path) -> None:
@@ -203,6 +225,26 @@ def test_named_cards_join_the_search_as_lanes_of_their_own(mesh: Mesh) -> None:
     assert "fusion.cards" in timings
 
 
+def test_the_named_cards_rulings_vote_for_the_rules_they_speak_of(mesh: Mesh, url: str) -> None:
+    # Grasp of Gloom's one ruling speaks of the state check; the question never names it
+    res = fuse(mesh.addr["fusion"], QUESTION)
+    assert "dense.rulings" in res.voted
+    lane = sorted(
+        ((r.rank, p.id) for p in res.passages for r in p.ranks if r.arm == "dense.rulings"),
+        key=lambda x: x[0],
+    )
+    with psycopg.connect(url) as conn:
+        state_check = conn.execute(
+            "SELECT id FROM passages WHERE text LIKE %s", ("%the game first performs the state check%",)
+        ).fetchall()
+    assert len(state_check) == 1 and lane[0] == (1, state_check[0][0])
+    assert any(t.stage == "dense.rulings" for t in res.timings)
+    # a card without rulings adds no lane of them
+    golem = fuse(mesh.addr["fusion"], "Can the Iron Golem block?")
+    assert [c.name for c in golem.cards] == ["Iron Golem"]
+    assert "dense.cards" in golem.voted and "dense.rulings" not in golem.voted
+
+
 def test_no_card_no_lane_and_a_game_without_a_table_is_searched_as_before(mesh: Mesh) -> None:
     res = fuse(mesh.addr["fusion"], "What happens when a creature's toughness is 0?")
     assert not res.cards and not any(v.endswith(".cards") for v in res.voted)
@@ -231,16 +273,24 @@ def test_forty_named_cards_are_all_shown_and_the_first_few_searched(mesh: Mesh) 
     assert res.cards[5].name == "Garruk, Wildspeaker" and res.cards[5].written == "Garruk Wildspeaker"
 
 
-@pytest.mark.parametrize(("mode", "lanes"), [("off", set()), ("replace", {"lexical.cards", "dense.cards"})])
-def test_the_card_search_mode_is_one_setting(url: str, mode: str, lanes: set[str]) -> None:
-    m = search_mesh(url, RULESAGE_CARD_SEARCH=mode)
+@pytest.mark.parametrize(
+    ("settings", "lanes"),
+    [
+        ({"RULESAGE_CARD_SEARCH": "off"}, set()),
+        ({"RULESAGE_CARD_SEARCH": "replace"}, {"lexical.cards", "dense.cards", "dense.rulings"}),
+        ({"RULESAGE_CARD_RULINGS": "false"}, {"lexical.cards", "dense.cards"}),
+    ],
+)
+def test_the_card_search_mode_is_one_setting(url: str, settings: dict[str, str], lanes: set[str]) -> None:
+    m = search_mesh(url, **settings)
+    mode = settings.get("RULESAGE_CARD_SEARCH", "lanes")
     try:
         res = fuse(m.addr["fusion"], QUESTION)
     finally:
         m.close()
     assert [c.name for c in res.cards] == ["Grasp of Gloom", "Iron Golem"]  # found and shown either way
     assert all(c.searched == (mode != "off") for c in res.cards)
-    assert {v for v in res.voted if v.endswith(".cards")} == lanes
+    assert {v for v in res.voted if v.endswith((".cards", ".rulings"))} == lanes
     if mode == "replace":  # the cards' lanes vote instead of the question's own
         assert "lexical" not in res.voted and "dense" not in res.voted and "aisle" in res.voted
 
