@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from rulesage.pairs import length_batches, ort_session, pad
+from services.rerank.codec import pack, unpack
 from services.rerank.window import window
 
 log = logging.getLogger(__name__)
@@ -256,7 +257,10 @@ class TrainedScorer:
         by index, so a caller can store them)."""
         given = list(states) if states is not None else [None] * len(passages)
         missing = [i for i, st in enumerate(given) if st is None]
-        drawn = dict(zip(missing, self.window_states([passages[i] for i in missing]), strict=True))
+        # read as they will be stored (int8 a token): a window scores the same on its first ask as on every
+        # later one, when its states come back from the database
+        fresh = self.window_states([passages[i] for i in missing])
+        drawn = {i: unpack(pack(st)) for i, st in zip(missing, fresh, strict=True)}
         return [st if st is not None else drawn[i] for i, st in enumerate(given)], drawn
 
 

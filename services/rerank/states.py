@@ -6,7 +6,8 @@ depends on the window alone and can be drawn once, at ingest, like the passage's
 encodes only the question and runs the small head over the stored states: a forward pass over 80 windows
 (~0.8-1.7 s on 2 cores) becomes a read of 80 rows plus ~70 ms of head.
 
-Storage: per window, its token states (``tokens x 384``) as int8 with one float32 scale per token (absmax),
+Storage: per window, its token states (``tokens x 384``) as int8 with one float32 scale per token (absmax,
+``services.rerank.codec``),
 about 99 KB for a full 256-token window; rows are keyed by passage and stamped with the reranker's encoder
 half (a retrained head over the same frozen encoder reads the same states) and the sha256 of the passage
 text, so a new encoder or a changed text is a miss, never a wrong state. A miss is encoded on the spot (the
@@ -16,7 +17,6 @@ old cost) and written back.
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,31 +24,9 @@ from typing import Any
 import numpy as np
 
 from rulesage.indexing import text_sha
+from services.rerank.codec import pack, unpack
 
 log = logging.getLogger(__name__)
-
-DIM = 384
-_HEADER = struct.Struct("<HH")  # tokens, dim
-
-
-def pack(states: np.ndarray) -> bytes:
-    """(tokens, dim) float32 -> bytes: header, float32 scale per token (absmax / 127), int8 values."""
-    if states.ndim != 2:
-        raise ValueError(f"states must be (tokens, dim), not {states.shape}")
-    tokens, dim = states.shape
-    scale = (np.abs(states).max(axis=1) / 127.0).astype(np.float32)
-    scale[~(scale > 0)] = 1.0  # an all-zero token stores zeros
-    q = np.clip(np.rint(states / scale[:, None]), -127, 127).astype(np.int8)
-    return _HEADER.pack(tokens, dim) + scale.tobytes() + q.tobytes()
-
-
-def unpack(blob: bytes) -> np.ndarray:
-    tokens, dim = _HEADER.unpack_from(blob)
-    off = _HEADER.size
-    scale = np.frombuffer(blob, dtype=np.float32, count=tokens, offset=off)
-    off += 4 * tokens
-    q = np.frombuffer(blob, dtype=np.int8, count=tokens * dim, offset=off).reshape(tokens, dim)
-    return q.astype(np.float32) * scale[:, None]
 
 
 @dataclass(frozen=True)

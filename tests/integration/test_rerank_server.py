@@ -163,10 +163,11 @@ def test_gate_counts_waiters() -> None:
     assert asyncio.run(scenario()) == ["a in", "c shed", "b in"]
 
 
-def test_python_dash_m_entry_point_serves_and_stops(tmp_path: Path) -> None:
+def test_python_dash_m_entry_point_serves_and_stops(tmp_path: Path, shelf_url: str) -> None:
     port_file = tmp_path / "port"
     env = {
         **os.environ,
+        "DATABASE_URL": shelf_url,  # its own database: the test does not lean on another test's server
         "RULESAGE_PORT": "0",
         "RULESAGE_PORT_FILE": str(port_file),
         "RULESAGE_RERANK_THREADS": "1",

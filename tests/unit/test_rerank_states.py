@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from services.rerank import states
+from services.rerank import codec, states
 from services.rerank.choice import load_scorer
 from services.rerank.scorer import RuntimeOptions, TrainedScorer
 
@@ -22,7 +22,7 @@ from services.rerank.scorer import RuntimeOptions, TrainedScorer
     )
 )
 def test_pack_round_trips_within_a_quantisation_step(h: np.ndarray) -> None:
-    back = states.unpack(states.pack(h))
+    back = codec.unpack(codec.pack(h))
     assert back.shape == h.shape and back.dtype == np.float32
     step = np.abs(h).max(axis=1, keepdims=True) / 127.0
     assert (np.abs(back - h) <= step * 0.5001 + 1e-12).all()
@@ -30,15 +30,15 @@ def test_pack_round_trips_within_a_quantisation_step(h: np.ndarray) -> None:
 
 def test_pack_is_small_and_refuses_a_wrong_shape() -> None:
     h = np.random.default_rng(0).normal(size=(256, 384)).astype(np.float32)
-    assert len(states.pack(h)) == 4 + 4 * 256 + 256 * 384  # ~1 byte per value
-    assert states.unpack(states.pack(np.zeros((3, 384), np.float32))).tolist() == np.zeros((3, 384)).tolist()
+    assert len(codec.pack(h)) == 4 + 4 * 256 + 256 * 384  # ~1 byte per value
+    assert codec.unpack(codec.pack(np.zeros((3, 384), np.float32))).tolist() == np.zeros((3, 384)).tolist()
     with pytest.raises(ValueError):
-        states.pack(np.zeros(384, np.float32))
+        codec.pack(np.zeros(384, np.float32))
 
 
 def test_a_stale_row_is_a_miss_never_a_wrong_state() -> None:
     h = np.ones((5, 384), np.float32)
-    row = states.Stored("model-a", states.text_sha("the text"), states.pack(h))
+    row = states.Stored("model-a", states.text_sha("the text"), codec.pack(h))
     assert states.usable(row, "model-a", "the text") is not None
     assert states.usable(row, "model-b", "the text") is None  # drawn by another model
     assert states.usable(row, "model-a", "the text, amended") is None  # the passage changed
@@ -57,16 +57,17 @@ def test_scoring_from_stored_states_matches_scoring_from_text() -> None:
     assert isinstance(scorer, TrainedScorer)
     q = "can I move the robber back onto the desert?"
     fresh, cosine = scorer.score_and_cosine(q, PASSAGES)
-    stored = [states.unpack(states.pack(s)) for s in scorer.window_states(PASSAGES)]
+    stored = [codec.unpack(codec.pack(s)) for s in scorer.window_states(PASSAGES)]
     assert [len(s) for s in stored] == [len(r) for r in scorer.tokens.windows(PASSAGES)]
     from_states, cos2 = scorer.score_and_cosine(q, PASSAGES, stored)
-    # int8 storage moves a score (20 x cosine + correction) by a few hundredths, never the order
-    assert np.allclose(fresh, from_states, atol=0.15), (fresh, from_states)
-    assert list(np.argsort(-fresh)) == list(np.argsort(-from_states))
-    assert np.allclose(cosine, cos2, atol=0.01)
-    # some stored, some not: the missing one is encoded on the spot
+    # a window just drawn is read as it will be stored: its first ask scores what every later one does
+    assert np.array_equal(fresh, from_states) and np.array_equal(cosine, cos2)
+    # some stored, some not: the missing one is encoded on the spot, to the same score
     mixed, _ = scorer.score_and_cosine(q, PASSAGES, [stored[0], None, stored[2]])
-    assert np.allclose(mixed, from_states, atol=0.15)
+    assert np.array_equal(mixed, from_states)
+    # and int8 storage moves a score (20 x cosine + correction) by a few hundredths of the unstored one
+    raw = scorer.head_scores(scorer.question_states(q), scorer.window_states(PASSAGES))[0]
+    assert np.allclose(raw, from_states, atol=0.15) and list(np.argsort(-raw)) == list(np.argsort(-fresh))
 
 
 def _perturbed(tmp_path, part: str):  # type: ignore[no-untyped-def]
