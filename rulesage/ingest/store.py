@@ -440,6 +440,13 @@ def _array(v: object) -> np.ndarray:
     return np.asarray(to_numpy() if to_numpy else v, dtype=np.float32)
 
 
+def _matrix(rows: list[np.ndarray]) -> np.ndarray:
+    """Vectors as rows of one matrix (none: an empty one, which ``nearest_ids`` reads as nothing to rank)."""
+    if not rows:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.vstack(rows).astype(np.float32, copy=False)
+
+
 def family_stamp(conn: psycopg.Connection, family_id: int, space_id: int) -> str:
     """What a ruling's neighbours were drawn from: the space and the family's live passages with a vector."""
     row = conn.execute(
@@ -458,8 +465,7 @@ def family_vectors(conn: psycopg.Connection, family_id: int) -> tuple[np.ndarray
         (family_id,),
     ).fetchall()
     ids = np.asarray([int(r[0]) for r in rows], dtype=np.int64)
-    vectors = np.asarray([_array(r[1]) for r in rows], dtype=np.float32)
-    return ids, vectors.reshape(len(rows), -1)
+    return ids, _matrix([_array(r[1]) for r in rows])
 
 
 def game_ruling_vectors(
@@ -472,8 +478,7 @@ def game_ruling_vectors(
         (game_id, space_id),
     ).fetchall()
     keys = [(int(r[0]), int(r[1])) for r in rows]
-    vectors = np.asarray([_array(r[2]) for r in rows], dtype=np.float32)
-    return keys, vectors.reshape(len(rows), -1)
+    return keys, _matrix([_array(r[2]) for r in rows])
 
 
 def rulings_without_neighbours(conn: psycopg.Connection, game_id: int) -> int:

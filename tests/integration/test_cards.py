@@ -165,6 +165,18 @@ def test_an_unchanged_table_is_not_read_again_and_a_changed_one_updates_in_place
         assert near and all(n and set(n) <= live for n in near)
 
 
+def test_a_table_without_rulings_loads_and_draws_none(tmp_path: Path) -> None:
+    shelf = copy_shelf(tmp_path)
+    table = tmp_path / "cards" / "duel-cards.jsonl.gz"
+    write_table(table, [{**r, "rulings": []} for r in read_rows(table)])
+    with fresh_database("rs_cards_norulings_") as u:
+        summary = ingest_shelf(u, shelf, progress=False)
+        assert not summary.failed, summary.failed
+        assert (summary.cards, summary.rulings_embedded, summary.rulings_neighboured) == (6, 0, 0)
+        again = ingest_shelf(u, shelf, progress=False)
+        assert not again.failed and (again.rulings_embedded, again.rulings_neighboured) == (0, 0)
+
+
 def test_a_bad_table_fails_alone_and_the_stored_one_stays(tmp_path: Path) -> None:
     shelf = copy_shelf(tmp_path)
     table = tmp_path / "cards" / "duel-cards.jsonl.gz"
