@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
 from psycopg_pool import AsyncConnectionPool
@@ -182,3 +183,10 @@ def async_pool(url: str, min_size: int = 1, max_size: int = 4) -> AsyncConnectio
         timeout=10,
         kwargs={"connect_timeout": 5},
     )
+
+
+def vector_array(v: Any) -> np.ndarray:
+    """A stored vector as a float32 array: pgvector hands back its Vector type where it is registered on the
+    connection, and a plain sequence where not."""
+    to_numpy = getattr(v, "to_numpy", None)
+    return np.asarray(to_numpy() if to_numpy is not None else v, dtype=np.float32)

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import psycopg
 
+from rulesage.db import vector_array
 from rulesage.ingest.model import ParsedDocument, PassageDraft
 from rulesage.ingest.shelf import DocumentEntry, GameEntry
 
@@ -434,12 +435,6 @@ def store_ruling_vectors(
     )
 
 
-def _array(v: object) -> np.ndarray:
-    """A stored vector as numpy (pgvector's type where registered, else a list)."""
-    to_numpy = getattr(v, "to_numpy", None)
-    return np.asarray(to_numpy() if to_numpy else v, dtype=np.float32)
-
-
 def _matrix(rows: list[np.ndarray]) -> np.ndarray:
     """Vectors as rows of one matrix (none: an empty one, which ``nearest_ids`` reads as nothing to rank)."""
     if not rows:
@@ -465,7 +460,7 @@ def family_vectors(conn: psycopg.Connection, family_id: int) -> tuple[np.ndarray
         (family_id,),
     ).fetchall()
     ids = np.asarray([int(r[0]) for r in rows], dtype=np.int64)
-    return ids, _matrix([_array(r[1]) for r in rows])
+    return ids, _matrix([vector_array(r[1]) for r in rows])
 
 
 def game_ruling_vectors(
@@ -478,7 +473,7 @@ def game_ruling_vectors(
         (game_id, space_id),
     ).fetchall()
     keys = [(int(r[0]), int(r[1])) for r in rows]
-    return keys, _matrix([_array(r[2]) for r in rows])
+    return keys, _matrix([vector_array(r[2]) for r in rows])
 
 
 def rulings_without_neighbours(conn: psycopg.Connection, game_id: int) -> int:

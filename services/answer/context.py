@@ -11,10 +11,10 @@ import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-import numpy as np
 from psycopg_pool import AsyncConnectionPool
 
 from rulesage.core.text import canonical_chars
+from rulesage.db import vector_array
 from services.answer.citations import ShownPassage
 
 _WS = re.compile(r"\s+")
@@ -169,14 +169,10 @@ class PgLibrary:
             )
             rows = await cur.fetchall()
 
-        # pgvector hands back Vector objects (or arrays, by version): the scorer wants float32 arrays
-        def floats(v: Any) -> Any:
-            return np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, np.float32)
-
         # the passage's vector by the answer's own encoder when its row holds one, else the search's
         return {
             int(r[0]): StoredVectors(
-                floats(r[7]) if r[7] is not None else floats(r[1]),
+                vector_array(r[7]) if r[7] is not None else vector_array(r[1]),
                 r[3] if r[7] is not None else r[2],
                 (r[3], r[4], list(r[5]), bytes(r[6])) if r[3] is not None else None,
             )
