@@ -240,9 +240,13 @@ class _Run:
         finally:
             self.summary.parse_seconds += time.perf_counter() - started
 
-    def _embed_texts(self, texts: list[str]):  # type: ignore[no-untyped-def]
+    def _embed_texts(self, texts: list[str], as_queries: bool = False):  # type: ignore[no-untyped-def]
+        """Vectors of passages (or, ``as_queries``, of texts read as a question is: a ruling, which the dense
+        arm compares with the passages as it does a question), the time counted as embedding."""
         started = time.perf_counter()
         try:
+            if as_queries:
+                return self.embedder.embed_queries(texts, batch=64)
             return self.embedder.embed_passages(texts)
         finally:
             self.summary.embed_seconds += time.perf_counter() - started
@@ -388,7 +392,7 @@ class _Run:
         with bar:
             for b in range(0, len(rows), RULINGS_BATCH):
                 batch = rows[b : b + RULINGS_BATCH]
-                vectors = self._embed_texts_as_queries([r[2] for r in batch])
+                vectors = self._embed_texts([r[2] for r in batch], as_queries=True)
                 keys = [(int(r[0]), int(r[1])) for r in batch]
                 store.store_ruling_vectors(self.conn, self.space_id, keys, vectors)
                 bar.update(len(batch))
@@ -398,14 +402,7 @@ class _Run:
         """Draw every ruling's nearest passages again when a ruling has none or the family's live passages
         (or the space) changed since they were drawn; the number of rulings drawn (0: all were current)."""
         stamp = store.family_stamp(self.conn, family_id, self.space_id)
-        stored = self.conn.execute(
-            "SELECT near_stamp FROM card_tables WHERE game_id = %s", (game_id,)
-        ).fetchone()
-        if (
-            stored is not None
-            and stored[0] == stamp
-            and not store.rulings_without_neighbours(self.conn, game_id)
-        ):
+        if store.ruling_neighbours_current(self.conn, game_id, stamp):
             return 0
         ids, vectors = store.family_vectors(self.conn, family_id)
         keys, rulings = store.game_ruling_vectors(self.conn, game_id, self.space_id)
@@ -413,14 +410,6 @@ class _Run:
         with self.conn.transaction():
             store.store_ruling_neighbours(self.conn, game_id, keys, near, stamp)
         return len(keys)
-
-    def _embed_texts_as_queries(self, texts: list[str]):  # type: ignore[no-untyped-def]
-        # a ruling is read as a question is: the dense arm compares it with the passages as it does a question
-        started = time.perf_counter()
-        try:
-            return self.embedder.embed_queries(texts, batch=64)
-        finally:
-            self.summary.embed_seconds += time.perf_counter() - started
 
     def _fail(self, entry: DocumentEntry, error: str) -> None:
         self._record(entry.key, str(entry.path), error)

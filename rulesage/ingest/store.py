@@ -476,13 +476,15 @@ def game_ruling_vectors(
     return keys, _matrix([vector_array(r[2]) for r in rows])
 
 
-def rulings_without_neighbours(conn: psycopg.Connection, game_id: int) -> int:
+def ruling_neighbours_current(conn: psycopg.Connection, game_id: int, stamp: str) -> bool:
+    """Whether every ruling of the game has its nearest passages, drawn at ``stamp`` (``family_stamp``)."""
     row = conn.execute(
-        "SELECT count(*) FROM card_rulings r JOIN cards c ON c.id = r.card_id"
-        " WHERE c.game_id = %s AND r.near IS NULL",
-        (game_id,),
+        "SELECT t.near_stamp = %s AND NOT EXISTS (SELECT 1 FROM card_rulings r"
+        " JOIN cards c ON c.id = r.card_id WHERE c.game_id = t.game_id AND r.near IS NULL)"
+        " FROM card_tables t WHERE t.game_id = %s",
+        (stamp, game_id),
     ).fetchone()
-    return int(row[0]) if row else 0
+    return bool(row and row[0])
 
 
 def store_ruling_neighbours(
