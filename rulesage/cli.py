@@ -228,6 +228,10 @@ TRAINABLE = {
         "training.reranker.blend:main",
         "two heads over one encoder served as one (a weighted mean on the first head's scale)",
     ),
+    "reranker-rescore": (
+        "training.reranker.rescore:main",
+        "no model: heads, and means of heads, measured over the candidates an eval run served",
+    ),
     "reader": ("training.reader.cli:main", "the cross reader (question and window read together)"),
     "category": ("training.category.learn:main", "the category leg's learned examples"),
     "category-calibration": ("training.category.calibrate:main", "the category leg's ballot threshold"),
@@ -311,7 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--report",
         metavar="DIR",
-        help="also write an HTML report to DIR (index.html, plots, a page per question); its path on stderr",
+        help="also write an HTML report to DIR (index.html, plots, a page per question, and rows.jsonl: every"
+        " question's row for offline measures); its path on stderr",
     )
     s.add_argument(
         "--record",

@@ -3,6 +3,7 @@ every miss links to its own page."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -203,6 +204,9 @@ def test_report_writes_pages_plots_and_links(tmp_path: Path) -> None:
     assert "on the gold evidence" in ok and "p. 3" in ok and "Golf &lt;rules&gt;" in ok
     assert (out / "rulings" / "q_odd_id.html").read_text().count("degraded: arm:dense") == 1
     assert (out / "summary.json").is_file()
+    # every row comes back whole from rows.jsonl, in the run's order (the offline measures read it)
+    lines = (out / "rows.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == json.loads(json.dumps(rows, default=str))
 
 
 def test_report_without_an_answer_stage(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from rulesage.eval.report import plots
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 KEPT = 8
 MAX_K = 80
+ROWS_FILE = "rows.jsonl"  # beside summary.json: every question's row, detail included
 
 # (label, summary key, how the figure reads)
 HEADLINE: tuple[tuple[str, str, str], ...] = (
@@ -331,4 +332,9 @@ def write_report(
         json.dumps({"command": command, **summary}, indent=2, ensure_ascii=False, default=str) + "\n",
         encoding="utf-8",
     )
+    # every question as the run traced it (its fused order, kept passages, ruling and wrench), one JSON line
+    # each: what offline measures read (rulesage train reranker-rescore) instead of running the mesh again
+    with (out_dir / ROWS_FILE).open("w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
     return index

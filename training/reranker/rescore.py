@@ -1,0 +1,162 @@
+"""The careful reader's heads measured again over the candidates the mesh served, without the mesh.
+
+usage: rulesage train reranker-rescore --rows DIR/rows.jsonl --gold FILE --head NAME=FILE [--head ...]
+       [--mix NAME=H1+H2 ...] [--candidates 24] [--json]
+
+``--rows`` is what ``rulesage eval --report DIR`` writes beside its pages: every question's fused order as
+the mesh served it. Each answerable question's first ``--candidates`` (the road's
+``RULESAGE_RERANK_CANDIDATES``) are read from the database, and each head scores them as the rerank service
+does: the same window states (int8 a token), the same question cut, the served score less the fused prior.
+A mix is the plain mean of its heads' scores, then the prior. Recall@8, MRR@10 and P@1 follow the
+evaluation's gold rules (``rulesage.eval.gold``), so the shipped file reproduces the mesh's reranked figures
+(guarantees aside: they move the kept 8 on a few errata questions).
+
+It answers "would this head, or this mean of heads, order the served candidates better?" in minutes, before a
+graph is built and a mesh measured; the mesh stays the measure a choice is made on. Heads over different
+encoders or served with different priors are refused: they could not share one pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger("rerank.rescore")
+
+
+@dataclass(frozen=True)
+class Figures:
+    questions: int
+    recall_8: float
+    mrr_10: float
+    p_1: float
+
+
+def measure(orders: Sequence[Sequence[Any]], questions: Sequence[Mapping[str, Any]]) -> Figures:
+    """Recall@8, MRR@10 and P@1 of ordered passages (best first), one order per question, by the gold
+    rules: recall asks every evidence item where the question says so, the rank is the first passage that
+    supports any."""
+    from rulesage.eval.gold import first_rank, found
+
+    r8 = rr = p1 = 0.0
+    for order, q in zip(orders, questions, strict=True):
+        r8 += found(order[:8], q)
+        first = first_rank(order[:10], q)
+        rr += 1.0 / first if first else 0.0
+        p1 += first == 1
+    n = max(len(questions), 1)
+    return Figures(len(questions), round(r8 / n, 3), round(rr / n, 3), round(p1 / n, 3))
+
+
+def served_order(scores: np.ndarray, prior: float) -> list[int]:
+    """Candidate indices by served score (``score − prior · ln(1 + fused position)``), ties kept in the fused
+    order, as the rerank service orders them."""
+    served = [float(s) - prior * math.log1p(i) for i, s in enumerate(scores)]
+    return [int(i) for i in np.argsort(-np.asarray(served), kind="stable")]
+
+
+def parse_pairs(values: Sequence[str], flag: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for v in values:
+        name, sep, what = v.partition("=")
+        if not sep or not name or not what:
+            raise SystemExit(f"{flag} {v!r}: expected NAME=VALUE")
+        if name in out:
+            raise SystemExit(f"{flag} {name!r} given twice")
+        out[name] = what
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="rulesage train reranker-rescore", description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", required=True, help="rows.jsonl of `rulesage eval --report DIR`")
+    ap.add_argument("--gold", required=True, help="the gold file those rows were evaluated on")
+    ap.add_argument("--head", action="append", default=[], help="NAME=FILE: a merged reranker (repeatable)")
+    ap.add_argument("--mix", action="append", default=[], help="NAME=H1+H2: the mean of heads (repeatable)")
+    ap.add_argument("--candidates", type=int, default=24, help="the served candidates each head reads")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--json", action="store_true")
+    ns = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    if ns.candidates < 1:
+        ap.error("--candidates must be at least 1")
+    heads = parse_pairs(ns.head, "--head")
+    if not heads:
+        ap.error("name at least one --head")
+    mixes = {name: [name] for name in heads}
+    for name, spec in parse_pairs(ns.mix, "--mix").items():
+        parts = spec.split("+")
+        unknown = [p for p in parts if p not in heads]
+        if unknown:
+            ap.error(f"--mix {name}: no --head named {', '.join(unknown)}")
+        mixes[name] = parts
+
+    from rulesage import db
+    from rulesage.eval.gold import load_gold
+    from rulesage.store.passages import hydrate_sync
+    from services.rerank.scorer import RuntimeOptions, TrainedScorer, encoder_sha, model_config
+
+    paths = {name: Path(p) for name, p in heads.items()}
+    for name, path in paths.items():
+        if not path.is_file():
+            raise SystemExit(f"--head {name}: no such file {path}")
+    if len({encoder_sha(p) for p in paths.values()}) > 1:
+        raise SystemExit("the heads run different encoders: they cannot read one set of window states")
+    priors = {float(model_config(p).get("fused_prior", 0.0)) for p in paths.values()}
+    if len(priors) > 1:
+        raise SystemExit(f"the heads are served with different fused priors {sorted(priors)}")
+    prior = priors.pop()
+    gold = {q["id"]: q for q in load_gold(Path(ns.gold))}
+    rows = [json.loads(line) for line in Path(ns.rows).read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if r.get("answerable")]
+    missing = [r["id"] for r in rows if r["id"] not in gold or "detail" not in r]
+    if missing:
+        raise SystemExit(f"{len(missing)} rows are not of {ns.gold} or carry no detail (first: {missing[0]})")
+
+    opts = RuntimeOptions(threads=ns.threads)
+    scorers = {name: TrainedScorer(path, opts) for name, path in paths.items()}
+    first = next(iter(scorers.values()))
+    conn = db.connect(autocommit=True)
+    orders: dict[str, list[list[Any]]] = {name: [] for name in mixes}
+    questions = []
+    for r in rows:
+        q = gold[r["id"]]
+        ids = [int(p["id"]) for p in r["detail"]["fused"][: ns.candidates]]
+        stored = hydrate_sync(conn, ids)
+        passages = [stored[i] for i in ids if i in stored]
+        windows, _ = first.fill_states([p.text for p in passages])
+        asked = first.question_states(q["question"])
+        raw = {name: s.head_scores(asked, windows)[0].astype(np.float64) for name, s in scorers.items()}
+        for name, parts in mixes.items():
+            mean = np.mean([raw[p] for p in parts], axis=0)
+            orders[name].append([passages[i] for i in served_order(mean, prior)])
+        questions.append(q)
+    conn.close()
+    report: dict[str, Any] = {
+        "rows": ns.rows,
+        "gold": ns.gold,
+        "candidates": ns.candidates,
+        "prior": prior,
+        "heads": {name: str(path) for name, path in paths.items()},
+        "figures": {name: vars(measure(o, questions)) for name, o in orders.items()},
+    }
+    if ns.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print(f"{len(questions)} answerable questions, the served first {ns.candidates}, prior {prior:g}")
+        for name, f in report["figures"].items():
+            print(f"  {name:<24} R@8 {f['recall_8']:.3f}  MRR@10 {f['mrr_10']:.3f}  P@1 {f['p_1']:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
