@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from services.rerank.scorer import with_prior
-from training.reranker.rescore import measure, parse_pairs, served_order
+from training.reranker.rescore import cascade_order, measure, parse_pairs, served_order
 
 
 def passage(pid: int, text: str) -> dict[str, Any]:
@@ -40,6 +40,13 @@ def test_the_served_order_is_the_services() -> None:
     assert order == [int(i) for i in np.argsort(-with_prior(scores, 2.0), kind="stable")]
     assert order[0] == 0  # 2.0 - 2 ln 2 falls under 1.0
     assert served_order(np.asarray([1.0, 1.0, 1.0]), 0.0) == [0, 1, 2]  # ties keep the fused order
+
+
+def test_a_cascade_keeps_by_one_mix_and_orders_by_the_other() -> None:
+    keep = np.asarray([5.0, 4.0, 3.0, 2.0, 1.0])
+    order = np.asarray([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert cascade_order(keep, order, 0.0, kept=3) == [2, 1, 0, 4, 3]  # kept {0, 1, 2}, led by order's best
+    assert cascade_order(order, order, 0.0, kept=3) == served_order(order, 0.0)  # a mean is its own cascade
 
 
 def test_figures_follow_the_gold_rules() -> None:

@@ -1,13 +1,15 @@
 """The careful reader's heads measured again over the candidates the mesh served, without the mesh.
 
 usage: rulesage train reranker-rescore --rows DIR/rows.jsonl --gold FILE --head NAME=FILE [--head ...]
-       [--mix NAME=H1+H2 ...] [--candidates 24] [--json]
+       [--mix NAME=H1+H2 ...] [--mix NAME=K1+K2>O1+O2 ...] [--candidates 24] [--json]
 
 ``--rows`` is what ``rulesage eval --report DIR`` writes beside its pages: every question's fused order as
 the mesh served it. Each answerable question's first ``--candidates`` (the road's
 ``RULESAGE_RERANK_CANDIDATES``) are read from the database, and each head scores them as the rerank service
 does: the same window states (int8 a token), the same question cut, the served score less the fused prior.
-A mix is the plain mean of its heads' scores, then the prior. Recall@8, MRR@10 and P@1 follow the
+A mix is the plain mean of its heads' scores, then the prior; a cascade ``K>O`` keeps the 8 that
+mix ``K`` serves first and orders them (and the rest below them) by mix ``O``: one head chooses what is kept,
+another what leads. Recall@8, MRR@10 and P@1 follow the
 evaluation's gold rules (``rulesage.eval.gold``), so the shipped file reproduces the mesh's reranked figures
 (guarantees aside: they move the kept 8 on a few errata questions).
 
@@ -64,6 +66,14 @@ def served_order(scores: np.ndarray, prior: float) -> list[int]:
     return [int(i) for i in np.argsort(-np.asarray(served), kind="stable")]
 
 
+def cascade_order(keep: np.ndarray, order: np.ndarray, prior: float, kept: int = 8) -> list[int]:
+    """The first ``kept`` of ``keep``'s served order, ordered by ``order``'s served score, then the rest by
+    it."""
+    chosen = set(served_order(keep, prior)[:kept])
+    by_order = served_order(order, prior)
+    return [i for i in by_order if i in chosen] + [i for i in by_order if i not in chosen]
+
+
 def parse_pairs(values: Sequence[str], flag: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for v in values:
@@ -81,7 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", required=True, help="rows.jsonl of `rulesage eval --report DIR`")
     ap.add_argument("--gold", required=True, help="the gold file those rows were evaluated on")
     ap.add_argument("--head", action="append", default=[], help="NAME=FILE: a merged reranker (repeatable)")
-    ap.add_argument("--mix", action="append", default=[], help="NAME=H1+H2: the mean of heads (repeatable)")
+    ap.add_argument(
+        "--mix",
+        action="append",
+        default=[],
+        help="NAME=H1+H2: the mean of heads; NAME=K>O: kept by K, ordered by O (repeatable)",
+    )
     ap.add_argument("--candidates", type=int, default=24, help="the served candidates each head reads")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", action="store_true")
@@ -92,13 +107,15 @@ def main(argv: list[str] | None = None) -> int:
     heads = parse_pairs(ns.head, "--head")
     if not heads:
         ap.error("name at least one --head")
-    mixes = {name: [name] for name in heads}
+    # each mix: the heads whose mean chooses the kept 8, and those whose mean orders (the same for a mean)
+    mixes = {name: ([name], [name]) for name in heads}
     for name, spec in parse_pairs(ns.mix, "--mix").items():
-        parts = spec.split("+")
-        unknown = [p for p in parts if p not in heads]
+        keep, _, order = spec.partition(">")
+        sides = (keep.split("+"), (order or keep).split("+"))
+        unknown = sorted({p for side in sides for p in side if p not in heads})
         if unknown:
             ap.error(f"--mix {name}: no --head named {', '.join(unknown)}")
-        mixes[name] = parts
+        mixes[name] = sides
 
     from rulesage import db
     from rulesage.eval.gold import load_gold
@@ -136,9 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         windows, _ = first.fill_states([p.text for p in passages])
         asked = first.question_states(q["question"])
         raw = {name: s.head_scores(asked, windows)[0].astype(np.float64) for name, s in scorers.items()}
-        for name, parts in mixes.items():
-            mean = np.mean([raw[p] for p in parts], axis=0)
-            orders[name].append([passages[i] for i in served_order(mean, prior)])
+        for name, sides in mixes.items():
+            by_keep, by_order = (np.mean([raw[p] for p in side], axis=0) for side in sides)
+            ranked = cascade_order(by_keep, by_order, prior)
+            orders[name].append([passages[i] for i in ranked])
         questions.append(q)
     conn.close()
     report: dict[str, Any] = {
