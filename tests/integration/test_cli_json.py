@@ -11,6 +11,7 @@ import pytest
 from tests.support.isolated_mesh import FIXTURES, isolated_env
 
 pytestmark = pytest.mark.integration
+SHIPPED_HEAD = Path(__file__).resolve().parents[2] / "services" / "rerank" / "model" / "reranker-int8.onnx"
 
 
 def test_json_commands_print_only_json(tmp_path: Path) -> None:
@@ -38,6 +39,18 @@ def test_json_commands_print_only_json(tmp_path: Path) -> None:
         assert report["degraded"] == {"arm": 0, "fusion": 0, "rerank": 0, "answer": 0}
         assert "RuleSage is up" in ev.stderr and "RuleSage stopped" in ev.stderr
         check_report(out, ev.stderr, report)
+
+        # the served candidates of that run, scored again offline by the shipped head, give back its
+        # reranked figures (the same window states, question cut and fused prior as the service)
+        rescore = mesh.cli(
+            "train", "reranker-rescore", "--rows", str(out / "rows.jsonl"), "--gold", gold,
+            "--head", f"shipped={SHIPPED_HEAD}", "--json", timeout=600,
+        )  # fmt: skip
+        assert rescore.returncode == 0, rescore.stderr[-3000:]
+        shipped = json.loads(rescore.stdout)["figures"]["shipped"]
+        assert shipped["questions"] == 2
+        served = (report["recall_at_8"], report["mrr_at_10_reranked"])
+        assert (shipped["recall_8"], shipped["mrr_10"]) == served
 
         # the bench times the previous release's configuration beside the current one, in the same run
         bench = mesh.cli("bench", "--shelf", str(shelf), "--gold", gold, "--json", timeout=900)
