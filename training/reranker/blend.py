@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from services.rerank.scorer import with_prior
+from services.rerank.scorer import TrainedScorer, with_prior
 from training.reranker.evaluate import served_hit
 
 log = logging.getLogger("rerank.blend")
@@ -127,12 +127,12 @@ def mean_top(scores: Sequence[np.ndarray], prior: float) -> float:
     return float(np.mean([with_prior(s, prior).max() for s in scores]))
 
 
-def held_out_pools(pools_file: Path, questions: str, threads: int, seed: int) -> list[Pool]:
-    """The held-out split's served pools with their encoder states (the encoder the search runs)."""
+def held_out_pools(pools_file: Path, questions: str, scorer: TrainedScorer, seed: int) -> list[Pool]:
+    """The held-out split's served pools with the states the heads read when served: ``scorer``'s own
+    encoder half, one window a run and stored as int8 (``TrainedScorer.fill_states``), the question cut as
+    served. The search encoder's states, or batched ones, would score the heads on states they never see."""
     from rulesage import db
-    from rulesage.embed import configured_encoder
     from training.questions import build_groups, load_questions
-    from training.reranker.features import FeatureCache
     from training.reranker.pools import load_pools
 
     conn = db.connect(autocommit=True)
@@ -142,16 +142,14 @@ def held_out_pools(pools_file: Path, questions: str, threads: int, seed: int) ->
         conn, load_questions(questions), 15, 0, seed, pool_depth=depth, pools=served_pools
     )
     log.info("groups: %s", dict(counts))
-    val = [g for g in groups if g.split == "val"]
-    cache = FeatureCache(256, "int8", threads=threads, question_tokens=128, base=configured_encoder())
-    for g in val:
+    out = []
+    for g in (g for g in groups if g.split == "val"):
         index = indexes[g.family_id]
-        cache.add_windows([(g.family_id, i) for i in g.pool], [index.passages[i].text for i in g.pool])
-    q_states = cache.questions([g.question for g in val])
-    return [
-        Pool(g.public, list(g.pool), set(g.supporters), q, [cache.windows[(g.family_id, i)] for i in g.pool])
-        for g, q in zip(val, q_states, strict=True)
-    ]
+        windows, _ = scorer.fill_states([index.passages[i].text for i in g.pool])
+        out.append(
+            Pool(g.public, list(g.pool), set(g.supporters), scorer.question_states(g.question), windows)
+        )
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,18 +167,20 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if not 0.0 <= ns.weight <= 1.0:
         ap.error(f"--weight {ns.weight} is outside [0, 1]")
-    from services.rerank.scorer import RuntimeOptions, TrainedScorer, model_config, sha256_file
+    from services.rerank.scorer import RuntimeOptions, encoder_sha, model_config, sha256_file
 
     a, b = Path(ns.a), Path(ns.b)
     cfg_a, cfg_b = model_config(a), model_config(b)
     prior = float(cfg_a.get("fused_prior", 0.0))
     if not math.isclose(prior, float(cfg_b.get("fused_prior", 0.0))):
         raise SystemExit(f"{a} and {b} are served with different fused priors: blend heads of one recipe")
+    if encoder_sha(a) != encoder_sha(b):
+        raise SystemExit(f"{a} and {b} run different encoders: their heads cannot share one encoder pass")
     t0 = time.perf_counter()
-    pools = held_out_pools(Path(ns.pools), ns.questions, ns.threads, ns.seed)
-    log.info("%d held-out pools in %.1f min", len(pools), (time.perf_counter() - t0) / 60)
-    # each head as the rerank service serves it, over the pools' states
+    # each head as the rerank service serves it, over the states it reads there
     sa, sb = (TrainedScorer(path, RuntimeOptions(threads=ns.threads)) for path in (a, b))
+    pools = held_out_pools(Path(ns.pools), ns.questions, sa, ns.seed)
+    log.info("%d held-out pools in %.1f min", len(pools), (time.perf_counter() - t0) / 60)
     scores_a = [sa.head_scores(p.question, p.windows)[0].astype(np.float64) for p in pools]
     scores_b = [sb.head_scores(p.question, p.windows)[0].astype(np.float64) for p in pools]
 
