@@ -167,18 +167,18 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if not 0.0 <= ns.weight <= 1.0:
         ap.error(f"--weight {ns.weight} is outside [0, 1]")
-    from services.rerank.scorer import RuntimeOptions, encoder_sha, model_config, sha256_file
+    from services.rerank.scorer import RuntimeOptions, model_config, sha256_file
 
     a, b = Path(ns.a), Path(ns.b)
     cfg_a, cfg_b = model_config(a), model_config(b)
     prior = float(cfg_a.get("fused_prior", 0.0))
     if not math.isclose(prior, float(cfg_b.get("fused_prior", 0.0))):
         raise SystemExit(f"{a} and {b} are served with different fused priors: blend heads of one recipe")
-    if encoder_sha(a) != encoder_sha(b):
-        raise SystemExit(f"{a} and {b} run different encoders: their heads cannot share one encoder pass")
     t0 = time.perf_counter()
-    # each head as the rerank service serves it, over the states it reads there
+    # each head as the rerank service serves it, over the states it reads there (A's are B's too)
     sa, sb = (TrainedScorer(path, RuntimeOptions(threads=ns.threads)) for path in (a, b))
+    if sa.states_key != sb.states_key:
+        raise SystemExit(f"{a} and {b} run different encoders: their heads cannot share one encoder pass")
     pools = held_out_pools(Path(ns.pools), ns.questions, sa, ns.seed)
     log.info("%d held-out pools in %.1f min", len(pools), (time.perf_counter() - t0) / 60)
     scores_a = [sa.head_scores(p.question, p.windows)[0].astype(np.float64) for p in pools]

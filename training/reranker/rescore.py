@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,8 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-log = logging.getLogger("rerank.rescore")
 
 
 @dataclass(frozen=True)
@@ -60,10 +57,11 @@ def measure(orders: Sequence[Sequence[Any]], questions: Sequence[Mapping[str, An
 
 
 def served_order(scores: np.ndarray, prior: float) -> list[int]:
-    """Candidate indices by served score (``score − prior · ln(1 + fused position)``), ties kept in the fused
-    order, as the rerank service orders them."""
-    served = [float(s) - prior * math.log1p(i) for i, s in enumerate(scores)]
-    return [int(i) for i in np.argsort(-np.asarray(served), kind="stable")]
+    """Candidate indices by served score (``with_prior``), ties kept in the fused order, as the rerank
+    service orders them."""
+    from services.rerank.scorer import with_prior
+
+    return [int(i) for i in np.argsort(-with_prior(scores, prior), kind="stable")]
 
 
 def cascade_order(keep: np.ndarray, order: np.ndarray, prior: float, kept: int = 8) -> list[int]:
@@ -120,15 +118,17 @@ def main(argv: list[str] | None = None) -> int:
     from rulesage import db
     from rulesage.eval.gold import load_gold
     from rulesage.store.passages import hydrate_sync
-    from services.rerank.scorer import RuntimeOptions, TrainedScorer, encoder_sha, model_config
+    from services.rerank.scorer import RuntimeOptions, TrainedScorer
 
     paths = {name: Path(p) for name, p in heads.items()}
     for name, path in paths.items():
         if not path.is_file():
             raise SystemExit(f"--head {name}: no such file {path}")
-    if len({encoder_sha(p) for p in paths.values()}) > 1:
-        raise SystemExit("the heads run different encoders: they cannot read one set of window states")
-    priors = {float(model_config(p).get("fused_prior", 0.0)) for p in paths.values()}
+    scorers = {name: TrainedScorer(path, RuntimeOptions(threads=ns.threads)) for name, path in paths.items()}
+    # one pass serves them all: the same window states (encoder half, window budget) and question cut
+    if len({(s.states_key, s.tokens.question_tokens) for s in scorers.values()}) > 1:
+        raise SystemExit("the heads run different encoders or cuts: they cannot read one set of states")
+    priors = {s.prior for s in scorers.values()}
     if len(priors) > 1:
         raise SystemExit(f"the heads are served with different fused priors {sorted(priors)}")
     prior = priors.pop()
@@ -139,8 +139,6 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         raise SystemExit(f"{len(missing)} rows are not of {ns.gold} or carry no detail (first: {missing[0]})")
 
-    opts = RuntimeOptions(threads=ns.threads)
-    scorers = {name: TrainedScorer(path, opts) for name, path in paths.items()}
     first = next(iter(scorers.values()))
     conn = db.connect(autocommit=True)
     orders: dict[str, list[list[Any]]] = {name: [] for name in mixes}
