@@ -8,6 +8,10 @@ Postgres, then services.rerank.server.read (question encoding, head, guarantees,
 rerank encoding every window (no stored states), and the cost of one forward pass.
 
     python bench/bench_rerank.py [--questions 20] [--candidates 80] [--model head|interim|PATH] [--threads 2]
+        [--gold FILE] [--asked-weight W]
+
+``--gold`` names another question file (real posts tell a situation before asking, which is when the head
+reads the asking sentences a second time); ``--asked-weight`` overrides the head's own share for them.
 """
 
 from __future__ import annotations
@@ -88,14 +92,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--max-tokens", type=int, default=256)
+    p.add_argument("--gold", type=Path, default=GOLD, help="questions to time (their text and game)")
+    p.add_argument("--asked-weight", type=float, default=None, help="unset: the model's own")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
 
-    opts = RuntimeOptions(threads=args.threads, max_tokens=args.max_tokens, batch=args.batch)
+    opts = RuntimeOptions(
+        threads=args.threads, max_tokens=args.max_tokens, batch=args.batch, asked_weight=args.asked_weight
+    )
     scorer = load_scorer(opts, args.model)
     conn = db.connect(autocommit=True)
     fams = family_ids(conn)
-    gold = [json.loads(line) for line in GOLD.read_text().splitlines()]
+    gold = [json.loads(line) for line in args.gold.read_text().splitlines() if line.strip()]
     gold = [g for g in gold if g["game"] in fams][: args.questions]
     vecs = shared_embedder().embed_queries([g["question"] for g in gold])
     indexes: dict[int, FamilyIndex] = {}

@@ -228,6 +228,10 @@ TRAINABLE = {
         "training.reranker.blend:main",
         "two heads over one encoder served as one (a weighted mean on the first head's scale)",
     ),
+    "reranker-asked": (
+        "training.reranker.asked:main",
+        "the head's share read from a post's asking sentences, chosen on held-out questions",
+    ),
     "reranker-rescore": (
         "training.reranker.rescore:main",
         "no model: heads, and means of heads, measured over the candidates an eval run served",

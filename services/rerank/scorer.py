@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rulesage.core.text import asked_only
 from rulesage.pairs import length_batches, ort_session, pad
 from services.rerank.codec import pack, unpack
 from services.rerank.window import window
@@ -36,6 +37,7 @@ MODEL_FILE = MODEL_DIR / "reranker-int8.onnx"
 MODEL_CONFIG = MODEL_DIR / "reranker.json"
 CLS, SEP = 101, 102
 QUESTION_TOKENS = 64
+ASKED_DEPTH = 12
 
 
 class Scorer(Protocol):
@@ -59,12 +61,23 @@ def with_prior(scores: Sequence[float] | np.ndarray, prior: float) -> np.ndarray
 
 
 @dataclass(frozen=True)
+class QuestionStates:
+    """The encoder states of a question as the head reads it: the whole post, and its asking sentences
+    alone when it tells a situation before asking (None otherwise, or when the model reads the whole only)."""
+
+    whole: np.ndarray
+    asked: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
 class RuntimeOptions:
     device: str = "cpu"  # "cpu" | "cuda"
     threads: int = 0  # 0: every core
     max_tokens: int = 256  # word pieces of a window, [CLS] and [SEP] included
     batch: int = 16  # rows per forward pass of the interim scorer (the trained one reads one window per run)
     question_tokens: int = 0  # word pieces of the question; 0: the model's own (reranker.json)
+    # share of the score read from the post's asking sentences alone; None: the model's own (reranker.json)
+    asked_weight: float | None = None
     bulk: bool = False  # index-time work (drawing window states): keep ORT's memory arena between runs
 
 
@@ -190,10 +203,22 @@ class TrainedScorer:
         self.head = session(head.SerializeToString(), opts)
         self.opts = opts
         self.prior = float(cfg.get("fused_prior", 0.0))
+        # A post tells its situation first and asks last; the head reads the whole post (cut head + tail) and,
+        # with this share of the score, its asking sentences alone (model/MODEL_CARD.md has the measurement).
+        weight = opts.asked_weight if opts.asked_weight is not None else cfg.get("asked_weight", 0.0)
+        self.asked_weight = float(weight)
+        if not 0.0 <= self.asked_weight <= 1.0:
+            raise ValueError(f"asked_weight {self.asked_weight} is outside [0, 1]")
+        # the asking sentences re-read the first candidates by the whole post's served score only: deeper ones
+        # did not move on held-out questions (model/MODEL_CARD.md), and each one read costs the head a row
+        self.asked_depth = int(cfg.get("asked_depth", ASKED_DEPTH))
+        if self.asked_depth < 1:
+            raise ValueError(f"asked_depth {self.asked_depth} must be at least 1")
         self.reads_headings = False
         prior = f"+fused-prior{self.prior:g}" if self.prior else ""
+        asked = f"+asked{self.asked_weight:g}@{self.asked_depth}" if self.asked_weight else ""
         sha = sha256_file(path)[:12]  # 24 MB: hashed once at start
-        self.identity = f"{path.name}@{sha}{prior}"
+        self.identity = f"{path.name}@{sha}{prior}{asked}"
         self.states_key = states_key(path, max_tokens, graph_sha(encoder))
 
     def _encode(self, rows: Sequence[Sequence[int]]) -> list[np.ndarray]:
@@ -218,6 +243,41 @@ class TrainedScorer:
 
     def question_states(self, question: str) -> np.ndarray:
         return self._encode([self.tokens.question(question)])[0]
+
+    def read_question(self, question: str, asked: bool | None = None) -> QuestionStates:
+        """The question's states for ``read_scores``: the whole post's, and its asking sentences' when the
+        model reads them (``asked``: read them regardless of this model's weight, for a caller sharing one
+        pass between heads)."""
+        sentences = asked_only(question) if (self.asked_weight > 0 if asked is None else asked) else None
+        return QuestionStates(
+            self.question_states(question), self.question_states(sentences) if sentences else None
+        )
+
+    def read_scores(
+        self,
+        question: QuestionStates,
+        windows: Sequence[np.ndarray],
+        weight: float | None = None,
+        depth: int | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The head's score of every window over the whole post; where the post has asking sentences, the
+        first ``asked_depth`` windows by served score mix in ``asked_weight`` of the score over those
+        sentences alone (``weight``/``depth``: others than the model's, to measure them). The anchor cosine
+        is the whole post's."""
+        score, cosine = self.head_scores(question.whole, windows)
+        w = self.asked_weight if weight is None else weight
+        if question.asked is not None and w > 0 and windows:
+            top, asked = self.asked_scores(question.asked, windows, score, depth or self.asked_depth)
+            score = mix_asked(score, top, asked, w)
+        return score, cosine
+
+    def asked_scores(
+        self, asked: np.ndarray, windows: Sequence[np.ndarray], whole: np.ndarray, depth: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The first ``depth`` windows by the whole post's served score, and the head's scores of them over
+        the asking sentences' states (one pass over those windows, as served)."""
+        top = np.argsort(-with_prior(whole, self.prior), kind="stable")[:depth]
+        return top, self.head_scores(asked, [windows[i] for i in top])[0]
 
     def head_scores(
         self, question: np.ndarray, windows: Sequence[np.ndarray]
@@ -248,7 +308,7 @@ class TrainedScorer:
         if not passages:
             return np.zeros(0, np.float32), np.zeros(0, np.float32)
         windows, _ = self.fill_states(passages, states)
-        return self.head_scores(self.question_states(question), windows)
+        return self.read_scores(self.read_question(question), windows)
 
     def fill_states(
         self, passages: Sequence[str], states: Sequence[np.ndarray | None] | None = None
@@ -262,6 +322,20 @@ class TrainedScorer:
         fresh = self.window_states([passages[i] for i in missing])
         drawn = {i: unpack(pack(st)) for i, st in zip(missing, fresh, strict=True)}
         return [st if st is not None else drawn[i] for i, st in enumerate(given)], drawn
+
+
+def mix_asked(whole: np.ndarray, top: np.ndarray, asked: np.ndarray, weight: float) -> np.ndarray:
+    """``whole`` with the candidates ``top`` scored ``(1 - weight) · whole + weight · asked``, the asked
+    scores centred on the whole post's over the same candidates: the second reading moves candidates among
+    ``top``, not that group against the rest (uncentred, the asking sentences' lower scores sank the whole
+    group on held-out questions)."""
+    out = np.array(whole, dtype=np.float32, copy=True)
+    if not len(top):
+        return out
+    w = np.float32(weight)
+    sub = out[top]
+    out[top] = (1 - w) * sub + w * (asked - asked.mean() + sub.mean())
+    return out
 
 
 def model_config(path: Path) -> dict[str, Any]:

@@ -199,6 +199,7 @@ class RerankService:
             max_tokens=s.rulesage_rerank_max_tokens,
             batch=s.rulesage_rerank_batch,
             question_tokens=s.rulesage_rerank_question_tokens,
+            asked_weight=s.rulesage_rerank_asked_weight,
         )
         self.gate = Gate(s.rulesage_rerank_concurrency, s.rulesage_rerank_max_queue)
         # The scorer loads in start(); until then a call is answered UNAVAILABLE (health says NOT_SERVING).

@@ -26,6 +26,9 @@ class RerankSettings(CommonSettings):
     # Word pieces of the question the model reads ([CLS]/[SEP] included); 0: the model's own
     # (reranker.json). A longer post is cut head + tail.
     rulesage_rerank_question_tokens: int = Field(0, ge=0, le=512)
+    # Share of the head's score read from the post's asking sentences alone (the rest from the whole post);
+    # unset: the model's own (reranker.json's asked_weight); 0: the whole post only.
+    rulesage_rerank_asked_weight: float | None = Field(None, ge=0.0, le=1.0)
     # Requests scoring at once, and requests allowed to wait for a slot before RESOURCE_EXHAUSTED.
     rulesage_rerank_concurrency: int = Field(1, ge=1)
     rulesage_rerank_max_queue: int = Field(4, ge=0)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -10,6 +13,7 @@ from hypothesis import strategies as st
 from services.rerank.choice import load_scorer
 from services.rerank.scorer import (
     CLS,
+    MODEL_FILE,
     SEP,
     CosineScorer,
     RuntimeOptions,
@@ -18,6 +22,7 @@ from services.rerank.scorer import (
     head_tail,
     length_batches,
     pad,
+    with_prior,
 )
 
 
@@ -105,3 +110,58 @@ def test_interim_is_chosen_on_request() -> None:
     assert isinstance(load_scorer(RuntimeOptions(threads=1), "interim"), CosineScorer)
     with pytest.raises(FileNotFoundError):
         load_scorer(RuntimeOptions(threads=1), "/nonexistent/model.onnx")
+
+
+SITUATED = (
+    "We were playing last night and my friend rolled a seven while the robber sat on my wheat field. "
+    "Can the robber go back onto the desert?"
+)
+
+
+def test_the_head_mixes_in_the_asking_sentences_by_its_weight() -> None:
+    whole_only = TrainedScorer(MODEL_FILE, RuntimeOptions(threads=1, asked_weight=0.0))
+    half = TrainedScorer(MODEL_FILE, RuntimeOptions(threads=1, asked_weight=0.5))
+    assert "+asked" not in whole_only.identity and half.identity.endswith(f"+asked0.5@{half.asked_depth}")
+    windows, _ = half.fill_states(PASSAGES)
+    read = half.read_question(SITUATED)
+    assert read.asked is not None  # a situation, then the question: both are read
+    whole = half.head_scores(read.whole, windows)[0]
+    asked = half.head_scores(read.asked, windows)[0]
+    assert not np.allclose(whole, asked)  # the asking sentence alone reads differently
+    mixed, cosine = half.read_scores(read, windows)
+    # every candidate is within the depth: the asked scores are centred on the whole post's over them
+    assert np.allclose(mixed, 0.5 * whole + 0.5 * (asked - asked.mean() + whole.mean()), atol=1e-4)
+    assert np.allclose(cosine, half.head_scores(read.whole, windows)[1])  # the anchor stays the whole post's
+    assert np.allclose(whole_only.read_scores(read, windows)[0], whole)  # weight 0 ignores the asked states
+    assert np.allclose(half.score_and_cosine(SITUATED, PASSAGES)[0], mixed)  # the served path is the same
+    # a question that only asks has nothing to mix: it reads as a whole
+    plain = half.read_question("Can the robber go back onto the desert?")
+    assert plain.asked is None
+    assert whole_only.read_question(SITUATED).asked is None  # not drawn when the model does not read it
+    assert whole_only.read_question(SITUATED, asked=True).asked is not None  # unless a caller shares the pass
+
+
+def test_the_asking_sentences_reread_only_the_first_candidates(tmp_path: Path) -> None:
+    # the shipped head with a config that re-reads one candidate: only the served first moves
+    (tmp_path / MODEL_FILE.name).symlink_to(MODEL_FILE)
+    cfg = json.loads((MODEL_FILE.parent / "reranker.json").read_text())
+    (tmp_path / "reranker.json").write_text(json.dumps({**cfg, "asked_weight": 0.5, "asked_depth": 1}))
+    one = TrainedScorer(tmp_path / MODEL_FILE.name, RuntimeOptions(threads=1))
+    assert one.identity.endswith("+asked0.5@1")
+    windows, _ = one.fill_states(PASSAGES)
+    read = one.read_question(SITUATED)
+    whole = one.head_scores(read.whole, windows)[0]
+    mixed = one.read_scores(read, windows)[0]
+    first = int(np.argmax(with_prior(whole, one.prior)))
+    rest = [i for i in range(len(PASSAGES)) if i != first]
+    assert np.allclose(mixed[rest], whole[rest])
+    # one candidate centred on itself keeps its score
+    assert np.isclose(mixed[first], whole[first], atol=1e-4)
+    # the weight setting overrides the file's; 0 reads the whole post only
+    off = TrainedScorer(tmp_path / MODEL_FILE.name, RuntimeOptions(threads=1, asked_weight=0.0))
+    assert "+asked" not in off.identity
+
+
+def test_the_asked_weight_is_range_checked() -> None:
+    with pytest.raises(ValueError, match="asked_weight"):
+        TrainedScorer(MODEL_FILE, RuntimeOptions(threads=1, asked_weight=1.5))

@@ -48,6 +48,7 @@ class Pool:
     supporters: set[int]
     question: np.ndarray  # (tokens, 384)
     windows: list[np.ndarray]
+    asked: np.ndarray | None = None  # the asking sentences' states, where drawn and the post has a situation
 
 
 def blend_graph(a: Path, b: Path, weight: float, shift: float) -> Any:
@@ -127,10 +128,19 @@ def mean_top(scores: Sequence[np.ndarray], prior: float) -> float:
     return float(np.mean([with_prior(s, prior).max() for s in scores]))
 
 
-def held_out_pools(pools_file: Path, questions: str, scorer: TrainedScorer, seed: int) -> list[Pool]:
+def held_out_pools(
+    pools_file: Path,
+    questions: str,
+    scorer: TrainedScorer,
+    seed: int,
+    candidates: int | None = None,
+    asked: bool = False,
+) -> list[Pool]:
     """The held-out split's served pools with the states the heads read when served: ``scorer``'s own
     encoder half, one window a run and stored as int8 (``TrainedScorer.fill_states``), the question cut as
-    served. The search encoder's states, or batched ones, would score the heads on states they never see."""
+    served. The search encoder's states, or batched ones, would score the heads on states they never see.
+    ``candidates``: each pool's first so many (the rerank service's ``RULESAGE_RERANK_CANDIDATES``);
+    ``asked``: draw the asking sentences' states too (``TrainedScorer.read_question``)."""
     from rulesage import db
     from training.questions import build_groups, load_questions
     from training.reranker.pools import load_pools
@@ -145,10 +155,10 @@ def held_out_pools(pools_file: Path, questions: str, scorer: TrainedScorer, seed
     out = []
     for g in (g for g in groups if g.split == "val"):
         index = indexes[g.family_id]
-        windows, _ = scorer.fill_states([index.passages[i].text for i in g.pool])
-        out.append(
-            Pool(g.public, list(g.pool), set(g.supporters), scorer.question_states(g.question), windows)
-        )
+        ids = list(g.pool)[:candidates]
+        windows, _ = scorer.fill_states([index.passages[i].text for i in ids])
+        read = scorer.read_question(g.question, asked=asked)
+        out.append(Pool(g.public, ids, set(g.supporters), read.whole, windows, read.asked))
     return out
 
 

@@ -1,12 +1,14 @@
 """The careful reader's heads measured again over the candidates the mesh served, without the mesh.
 
 usage: rulesage train reranker-rescore --rows DIR/rows.jsonl --gold FILE --head NAME=FILE [--head ...]
-       [--mix NAME=H1+H2 ...] [--mix NAME=K1+K2>O1+O2 ...] [--candidates 24] [--json]
+       [--asked NAME=W ...] [--mix NAME=H1+H2 ...] [--mix NAME=K1+K2>O1+O2 ...] [--candidates 24] [--json]
 
 ``--rows`` is what ``rulesage eval --report DIR`` writes beside its pages: every question's fused order as
 the mesh served it. Each answerable question's first ``--candidates`` (the road's
 ``RULESAGE_RERANK_CANDIDATES``) are read from the database, and each head scores them as the rerank service
-does: the same window states (int8 a token), the same question cut, the served score less the fused prior.
+does: the same window states (int8 a token), the same question cut, the share read from the post's
+asking sentences (its reranker.json's ``asked_weight``, or ``--asked NAME=W``), the served score less the
+fused prior. The same file may be named twice under different asked weights.
 A mix is the plain mean of its heads' scores, then the prior; a cascade ``K>O`` keeps the 8 that
 mix ``K`` serves first and orders them (and the rest below them) by mix ``O``: one head chooses what is kept,
 another what leads. Recall@8, MRR@10 and P@1 follow the
@@ -95,6 +97,12 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="NAME=H1+H2: the mean of heads; NAME=K>O: kept by K, ordered by O (repeatable)",
     )
+    ap.add_argument(
+        "--asked",
+        action="append",
+        default=[],
+        help="NAME=W: head NAME reads W of its score from the asking sentences (default: its own)",
+    )
     ap.add_argument("--candidates", type=int, default=24, help="the served candidates each head reads")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", action="store_true")
@@ -105,6 +113,16 @@ def main(argv: list[str] | None = None) -> int:
     heads = parse_pairs(ns.head, "--head")
     if not heads:
         ap.error("name at least one --head")
+    asked_weights: dict[str, float] = {}
+    for name, w in parse_pairs(ns.asked, "--asked").items():
+        if name not in heads:
+            ap.error(f"--asked {name}: no --head named so")
+        try:
+            asked_weights[name] = float(w)
+        except ValueError:
+            ap.error(f"--asked {name}={w}: not a number")
+        if not 0.0 <= asked_weights[name] <= 1.0:
+            ap.error(f"--asked {name}={w}: outside [0, 1]")
     # each mix: the heads whose mean chooses the kept 8, and those whose mean orders (the same for a mean)
     mixes = {name: ([name], [name]) for name in heads}
     for name, spec in parse_pairs(ns.mix, "--mix").items():
@@ -124,7 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, path in paths.items():
         if not path.is_file():
             raise SystemExit(f"--head {name}: no such file {path}")
-    scorers = {name: TrainedScorer(path, RuntimeOptions(threads=ns.threads)) for name, path in paths.items()}
+    scorers = {
+        name: TrainedScorer(path, RuntimeOptions(threads=ns.threads, asked_weight=asked_weights.get(name)))
+        for name, path in paths.items()
+    }
+    reads_asked = any(s.asked_weight > 0 for s in scorers.values())
     # one pass serves them all: the same window states (encoder half, window budget) and question cut
     if len({(s.states_key, s.tokens.question_tokens) for s in scorers.values()}) > 1:
         raise SystemExit("the heads run different encoders or cuts: they cannot read one set of states")
@@ -149,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         stored = hydrate_sync(conn, ids)
         passages = [stored[i] for i in ids if i in stored]
         windows, _ = first.fill_states([p.text for p in passages])
-        asked = first.question_states(q["question"])
-        raw = {name: s.head_scores(asked, windows)[0].astype(np.float64) for name, s in scorers.items()}
+        read = first.read_question(q["question"], asked=reads_asked)
+        raw = {name: s.read_scores(read, windows)[0].astype(np.float64) for name, s in scorers.items()}
         for name, sides in mixes.items():
             by_keep, by_order = (np.mean([raw[p] for p in side], axis=0) for side in sides)
             ranked = cascade_order(by_keep, by_order, prior)
@@ -163,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         "candidates": ns.candidates,
         "prior": prior,
         "heads": {name: str(path) for name, path in paths.items()},
+        "asked_weights": {name: s.asked_weight for name, s in scorers.items()},
         "figures": {name: vars(measure(o, questions)) for name, o in orders.items()},
     }
     if ns.json:
