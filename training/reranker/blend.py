@@ -12,7 +12,9 @@ among them), and where ``shift`` is set.
 ``shift`` puts the blend on head A's scale: the blend's mean best served score on those pools is moved onto
 A's. The answer service reads the reader's score (its top and its margin to the next), and its
 answerability model was fitted on head A's scale; a shift changes no order. ``--weight`` is given, not
-chosen (0.5 by default: the plain mean); the measured weights are reported beside it.
+chosen (0.5 by default: the plain mean); the measured weights are reported beside it. The blend's
+``reranker.json`` is A's without A's reading of the asking sentences: ``rulesage train reranker-asked``
+chooses that for the blend.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from training.reranker.evaluate import served_hit
 log = logging.getLogger("rerank.blend")
 ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)  # head A's share, measured on the held-out pools
+ASKED_KEYS = ("asked_weight", "asked_depth")  # reranker.json's reading of the asking sentences
 
 
 @dataclass
@@ -205,8 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     import onnx
 
     onnx.save(blend_graph(a, b, ns.weight, shift), str(work / "reranker-int8.onnx"))
+    # A's reading of the asking sentences was chosen for A's scores (``rulesage train reranker-asked``); the
+    # blend's were measured over the whole post, so it reads the whole post until that is chosen for it
     config = {
-        **cfg_a,
+        **{k: v for k, v in cfg_a.items() if k not in ASKED_KEYS},
         "blend": {
             "a": f"{a.name}@{sha256_file(a)[:12]}",
             "b": f"{b.name}@{sha256_file(b)[:12]}",
