@@ -1,7 +1,7 @@
 """The careful reader's share read from a post's asking sentences, chosen on held-out questions.
 
-usage: rulesage train reranker-asked --head FILE --pools FILE [--weights 0,0.25,0.5,0.75,1]
-       [--depths 4,8,12,16,24] [--candidates 24] [--write] [--json]
+usage: rulesage train reranker-asked --head FILE --pools FILE [--weights 0 0.25 0.5 0.75 1]
+       [--depths 4 8 12 16 24] [--candidates 24] [--write] [--json]
 
 Players tell the situation first and ask last. The head reads the whole post (cut head + tail); it can also
 read the sentences that ask (``rulesage.core.text.asked_only``) and mix that score into the first ``depth``
@@ -72,19 +72,12 @@ def choose(grid: dict[tuple[float, int], dict[str, float]], whole: dict[str, flo
     return weight, depth
 
 
-def parse_list(text: str, kind: type) -> list[Any]:
-    try:
-        return [kind(x) for x in text.split(",") if x.strip()]
-    except ValueError as exc:
-        raise SystemExit(f"{text!r}: {exc}") from exc
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rulesage train reranker-asked", description=__doc__.splitlines()[0])
     ap.add_argument("--head", default=str(ROOT / "services/rerank/model/reranker-int8.onnx"))
     ap.add_argument("--pools", required=True, help="rulesage train reranker-pools' file")
-    ap.add_argument("--weights", default=",".join(map(str, WEIGHTS)), help="shares measured (0..1)")
-    ap.add_argument("--depths", default=",".join(map(str, DEPTHS)), help="candidates re-read (>= 1)")
+    ap.add_argument("--weights", type=float, nargs="+", default=list(WEIGHTS), help="shares (0..1)")
+    ap.add_argument("--depths", type=int, nargs="+", default=list(DEPTHS), help="candidates re-read (>= 1)")
     ap.add_argument("--candidates", type=int, default=24, help="the served candidates the head reads")
     ap.add_argument("--questions", default=str(ROOT / "data/questions/questions-*.jsonl"))
     ap.add_argument("--seed", type=int, default=13, help="the split's seed (rulesage train reranker's)")
@@ -93,12 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ns = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
-    weights = parse_list(ns.weights, float)
-    depths = parse_list(ns.depths, int)
-    if not weights or any(not 0.0 <= w <= 1.0 for w in weights):
-        ap.error(f"--weights {ns.weights}: each in [0, 1]")
-    if not depths or any(d < 1 for d in depths):
-        ap.error(f"--depths {ns.depths}: each at least 1")
+    weights, depths = ns.weights, ns.depths
+    if any(not 0.0 <= w <= 1.0 for w in weights):
+        ap.error(f"--weights {weights}: each in [0, 1]")
+    if any(d < 1 for d in depths):
+        ap.error(f"--depths {depths}: each at least 1")
     if ns.candidates < 1:
         ap.error("--candidates must be at least 1")
     head = Path(ns.head)
