@@ -12,7 +12,7 @@ import pytest
 
 from rulesage import db
 from rulesage.core.text import supports
-from rulesage.v1 import fusion_pb2, fusion_pb2_grpc
+from rulesage.v1 import common_pb2, fusion_pb2, fusion_pb2_grpc
 from training.questions import Question, build_groups
 from training.reranker.pools import collect, load_pools
 
@@ -20,12 +20,16 @@ GAME = "solitaire-klondike"
 ASKED = "how do I win a game of klondike?"
 
 
-def served_ids(addr: str, question: str) -> list[int]:
+def served(addr: str, question: str) -> list[common_pb2.Passage]:
     with grpc.insecure_channel(addr) as ch:
         res = fusion_pb2_grpc.FusionStub(ch).Fuse(
             fusion_pb2.FuseRequest(question=question, game=GAME), timeout=30
         )
-    return [int(p.id) for p in res.passages]
+    return list(res.passages)
+
+
+def served_ids(addr: str, question: str) -> list[int]:
+    return [int(p.id) for p in served(addr, question)]
 
 
 def question(text: str, quote: str = "", doc: str = "") -> Question:
@@ -43,8 +47,15 @@ def test_pools_are_the_fusion_services_order(
     counts = asyncio.run(collect(rows, out, depth=5, concurrency=2))
     assert counts == {"pools": 2, "degraded": 0, "refused": 0}
     pools = load_pools(out)
-    assert pools[(GAME, ASKED)] == served_ids(search_mesh.addr["fusion"], ASKED)[:5]
+    fused = served(search_mesh.addr["fusion"], ASKED)[:5]
+    assert pools[(GAME, ASKED)] == [int(p.id) for p in fused]
     assert all(len(ids) == 5 for ids in pools.values())
+    # each candidate's votes as the wrench shows them: the lists that ranked it, and its fused score
+    rec = next(r for r in map(json.loads, out.read_text().splitlines()) if r["question"] == ASKED)
+    assert rec["ranks"] == [{r.arm: r.rank for r in p.ranks} for p in fused]
+    assert all(rec["ranks"])  # every candidate was ranked by some list
+    assert rec["fused"] == pytest.approx([p.fused_score for p in fused], abs=1e-6)
+    assert rec["cards"] == 0  # a Klondike question names no MTG card
 
 
 def test_an_ask_whose_fusion_fell_back_trains_nothing(

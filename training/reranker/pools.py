@@ -1,6 +1,7 @@
 """The served election's candidate pools for the head's training questions.
 
-usage: rulesage train reranker-pools --out FILE [--questions GLOB] [--depth 48] [--limit N] [--concurrency 3]
+usage: rulesage train reranker-pools --out FILE [--questions GLOB] [--depth 48] [--split all|val|train]
+       [--limit N] [--concurrency 3]
        (against a running mesh over the whole shelf: `rulesage up --detach` first)
 
 The head is served on the fusion service's first 48 candidates (four arms, the alias and card lanes, RRF
@@ -9,8 +10,12 @@ election of ``training.pool`` (full text + dense, two arms) ranks differently, s
 learns against negatives and positions the service never shows it. This walks every answerable training
 question that the evaluation guard lets through the fusion service, exactly as an ask does, and writes one
 JSON line per question: the game, the question as the training file has it, and the fused candidates'
-passage ids best first (``ids``), or ``degraded`` with the stages that fell back (such a row trains nothing).
-``rulesage train reranker --pools FILE`` reads it.
+passage ids best first (``ids``), each one's ranks in the lists that voted for it (``ranks``, list -> 1-based
+rank) and fused score (``fused``), and how many named cards joined the search (``cards``); or ``degraded``
+with the stages that fell back (such a row trains nothing). ``rulesage train reranker --pools FILE`` reads
+the ids; the ranks are each list's own vote, for measuring an order learned over them. ``--split val`` walks
+only the held-out split (``training.questions.split_of``), the questions no head trained on (769 of 7,942
+today): all that ``rulesage train reranker-asked`` and ``reranker-blend`` read.
 """
 
 from __future__ import annotations
@@ -21,7 +26,10 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from training.questions import Question
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTIONS = "data/questions/questions-*.jsonl"
@@ -63,7 +71,11 @@ async def collect(rows: list[Any], out_path: Path, depth: int | None, concurrenc
             rec["degraded"] = bad or ["no candidates"]
             counts["degraded"] += 1
         else:
-            rec["ids"] = [int(p.id) for p in out.candidates[:depth]]
+            kept = out.candidates[:depth]
+            rec["ids"] = [int(p.id) for p in kept]
+            rec["ranks"] = [{r.arm: int(r.rank) for r in p.ranks} for p in kept]
+            rec["fused"] = [round(float(p.fused_score), 6) for p in kept]
+            rec["cards"] = sum(1 for c in out.wrench.cards if c.searched)
             counts["pools"] += 1
         return rec
 
@@ -89,9 +101,22 @@ def load_pools(path: str | Path) -> dict[tuple[str, str], list[int]]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    from training.questions import eval_guard, load_questions
+def training_rows(pattern: str, split: str = "all") -> list[Question]:
+    """The answerable training questions the evaluation guard lets through; ``split``: all of them, or only
+    the held-out split's (``val``) or the trained one's (``train``), as ``build_groups`` splits them."""
+    from training.questions import eval_guard, load_questions, split_of
 
+    guard = eval_guard()
+    return [
+        q
+        for q in load_questions(pattern, silent=True)
+        if q.answerable
+        and not guard.touches(q)
+        and (split == "all" or (split_of(q) if q.source == "questions" else "train") == split)
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rulesage train reranker-pools", description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="the JSONL file to write (keep it under artifacts/)")
     ap.add_argument("--questions", default=QUESTIONS, help="the training files (a glob under the root)")
@@ -102,15 +127,16 @@ def main(argv: list[str] | None = None) -> int:
         help=f"fused candidates kept per question (default {POOL_DEPTH}, the depth the shipped heads"
         " trained on; the road hands the reader fewer)",
     )
+    ap.add_argument(
+        "--split",
+        choices=("all", "val", "train"),
+        default="all",
+        help="all training questions, or only the held-out split's (val) or the trained one's",
+    )
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions (a smoke run)")
     ap.add_argument("--concurrency", type=int, default=3, help="asks in flight at once")
     ns = ap.parse_args(argv)
-    guard = eval_guard()
-    rows = [
-        q
-        for q in load_questions(str(ROOT / ns.questions), silent=True)
-        if q.answerable and not guard.touches(q)
-    ]
+    rows = training_rows(str(ROOT / ns.questions), ns.split)
     if ns.limit:
         rows = rows[: ns.limit]
     print(f"{len(rows)} questions", file=sys.stderr)
