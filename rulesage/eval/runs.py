@@ -356,6 +356,12 @@ def summarise(rows: list[dict[str, Any]], stage_ms: dict[str, list[float]], answ
         # an unavailable answer is a degraded stage, never an abstain (nor a hit)
         abstained = [r for r in rows if r.get("verdict") == "not_in_book"]
         report["answered_correctly"] = share("answered_correctly", ans)
+        # the found passages turned into the right quote: answered correctly / recall@8 (the same
+        # denominator), so a reader that finds more and an answer that quotes better read apart
+        found_8 = sum(bool(r.get("found_8")) for r in ans)
+        report["conversion"] = (
+            round(sum(bool(r.get("answered_correctly")) for r in ans) / found_8, 3) if found_8 else None
+        )
         # the same, counting only the first quote (the one the answer leads with): a second quote from
         # another passage can make a ruling "correct" by hedging
         report["answered_correctly_lead"] = share("lead_correct", ans)

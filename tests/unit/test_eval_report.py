@@ -134,6 +134,7 @@ def synthetic() -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "mrr_at_10": 0.5,
         "mrr_at_10_reranked": 0.75,
         "answered_correctly": 0.5,
+        "conversion": 0.667,
         "answered_share": 0.75,
         "abstain_precision": 0.0,
         "abstain_recall": 0.0,
@@ -170,6 +171,7 @@ def test_report_writes_pages_plots_and_links(tmp_path: Path) -> None:
     # the headline figures and the command that produced them
     assert "rulesage eval --shelf s.toml --gold g.jsonl --report out" in html
     assert 'id="h-recall_at_8"' in html and "0.750" in html
+    assert 'id="h-conversion"' in html and "0.667" in html
 
     # hostile question and answer text is escaped everywhere
     assert "<script>" not in html

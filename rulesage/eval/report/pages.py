@@ -34,6 +34,7 @@ HEADLINE: tuple[tuple[str, str, str], ...] = (
     ("MRR@10 fused", "mrr_at_10", "mean reciprocal rank of the gold passage in the fused top 10"),
     ("MRR@10 reranked", "mrr_at_10_reranked", "the same in the reader's order"),
     ("answered correctly", "answered_correctly", "answerable questions answered with a citation on the gold"),
+    ("conversion", "conversion", "answered correctly / recall@8: found passages turned into the right quote"),
     ("answered share", "answered_share", "answerable questions given an answer"),
     ("abstain precision", "abstain_precision", "of the abstains, the share whose book is silent"),
     ("abstain recall", "abstain_recall", "of the silent-book questions, the share abstained on"),
