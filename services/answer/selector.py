@@ -133,6 +133,7 @@ ASK_FEATURES = (
     "reader_top_gap",
     "coverage",
     "coverage_best_passage",
+    "best_place",
     "unseen_terms",
     "unseen_names",
     "read_best",
@@ -258,6 +259,9 @@ def ask_features(
             (top_rr - second_rr) / 10.0,
             share,
             len(q_set & per_passage[best_k]) / (len(q_set) or 1) if shown else 0.0,
+            # whether the sentence order agrees with the passage order: 0 when the best sentence is in the
+            # reader's first passage, ln(1 + k) when it sits in its k-th after that
+            math.log1p(best_k),
             1.0 - share,
             unseen_names,
             *read_columns(read),

@@ -85,6 +85,19 @@ def test_ask_row_reads_the_selectors_best_and_the_questions_coverage() -> None:
     # often, sneak, attack, per, turn: "often" is not in the passage
     assert row[col["coverage"]] == pytest.approx(4 / 5)
     assert row[col["unseen_terms"]] == pytest.approx(1 / 5)
+    assert row[col["best_place"]] == 0.0  # the best sentence is in the reader's first passage
+
+
+def test_ask_row_says_where_the_best_sentence_sits_in_the_readers_order() -> None:
+    a = shown("Sneak attack once per turn. Other text.", (0.7, 0.1), ((0, 27), (28, 39)), rerank_score=5.0)
+    b = shown("Grappling is a special melee attack.", (0.4,), ((0, 36),), rerank_score=2.0)
+    c = shown("A turn has an action and a move.", (0.3,), ((0, 32),), rerank_score=1.0)
+    col = ASK_FEATURES.index("best_place")
+    question = "How often can I sneak attack per turn?"
+    # the selector's logits follow the passages' sentences: a's two, then b's, then c's
+    assert ask_features(question, [a, b, c], np.array([0.1, 2.0, 0.3, 0.2]))[col] == 0.0
+    assert ask_features(question, [a, b, c], np.array([0.1, 0.2, 0.3, 2.0]))[col] == pytest.approx(np.log(3))
+    assert ask_features(question, [], np.zeros(0))[col] == 0.0
 
 
 def test_names_a_card_table_knows_are_never_unseen() -> None:
