@@ -103,16 +103,15 @@ def load_pools(path: str | Path) -> dict[tuple[str, str], list[int]]:
 
 def training_rows(pattern: str, split: str = "all") -> list[Question]:
     """The answerable training questions the evaluation guard lets through; ``split``: all of them, or only
-    the held-out split's (``val``) or the trained one's (``train``), as ``build_groups`` splits them."""
+    the held-out split's (``val``) or the trained one's (``train``), by ``split_of`` as every trainer
+    splits them."""
     from training.questions import eval_guard, load_questions, split_of
 
     guard = eval_guard()
     return [
         q
-        for q in load_questions(pattern, silent=True)
-        if q.answerable
-        and not guard.touches(q)
-        and (split == "all" or (split_of(q) if q.source == "questions" else "train") == split)
+        for q in load_questions(pattern)
+        if not guard.touches(q) and (split == "all" or split_of(q) == split)
     ]
 
 
