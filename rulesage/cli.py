@@ -219,6 +219,10 @@ def cmd_serve(ns: argparse.Namespace) -> int:
 # arguments that follow the model's name). The training wing ships with the checkout, not with the image.
 TRAINABLE = {
     "encoder": ("training.encoder.cli:main", "the search encoder (MiniLM-L6 tuned on our books)"),
+    "query-tower": (
+        "training.query.cli:main",
+        "the question tower: the encoder tuned again to read questions against the stored passage vectors",
+    ),
     "reranker": ("training.reranker:main", "the careful reader's head over the encoder's window states"),
     "reranker-pools": (
         "training.reranker.pools:main",

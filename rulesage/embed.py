@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import logging
 import os
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +40,8 @@ log = logging.getLogger(__name__)
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 TUNED_NAME = "rulesage/search-encoder"  # all-MiniLM-L6-v2 tuned on our books
 TUNED_DIR = Path(__file__).parent / "encoder"
+QUERY_DIR = TUNED_DIR / "query"  # the question tower: reads a player's question against TUNED_DIR's vectors
+QUERY_SETTINGS = ("tuned", "shared")  # RULESAGE_QUERY_ENCODER, or a folder holding a candidate tower
 ENCODERS = ("tuned", "minilm")
 DIM = 384
 MAX_TOKENS = 256
@@ -137,13 +141,17 @@ def export_transformer(weights: Path, out: Path, score: tuple[Sequence[float], f
 
 def export_onnx(out_dir: Path, variant: str = "int8", encoder: str = "minilm") -> Path:
     """Export the encoder's weights to ONNX (fp32), then quantise dynamically to int8 when asked."""
+    return _export(weights_dir(encoder), out_dir, lambda v: onnx_name(encoder, v), variant)
+
+
+def _export(weights: Path, out_dir: Path, name: Callable[[str], str], variant: str) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
-    fp32 = out_dir / onnx_name(encoder, "fp32")
+    fp32 = out_dir / name("fp32")
     if not fp32.exists():
-        export_transformer(weights_dir(encoder), fp32)
+        export_transformer(weights, fp32)
     if variant == "fp32":
         return fp32
-    int8 = out_dir / onnx_name(encoder, "int8")
+    int8 = out_dir / name("int8")
     if not int8.exists():
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -180,6 +188,43 @@ def configured_encoder() -> str:
             " `rulesage train encoder`, or set RULESAGE_ENCODER=minilm"
         )
     return encoder
+
+
+def configured_query_tower(encoder: str) -> Path | None:
+    """The folder of the question tower that reads a player's question, or None when the passage tower reads
+    it too. RULESAGE_QUERY_ENCODER: ``tuned`` (the default: the shipped tower, ``rulesage/encoder/query/``,
+    when the tuned encoder draws the passages and the tower is there), ``shared`` (the passage tower reads the
+    question: the before), or a folder holding a candidate tower (config.json, model.safetensors, run.json).
+
+    A tower is trained against one passage tower's stored vectors and reads nothing else: its run.json names
+    that tower's weights (sha256), and a tower trained against other weights is refused, never served."""
+    setting = os.environ.get("RULESAGE_QUERY_ENCODER", "tuned")
+    if setting not in QUERY_SETTINGS and os.environ.get("RULESAGE_ENCODER", "tuned") != "tuned":
+        raise ValueError(
+            f"the question tower {setting} reads the tuned encoder's passage vectors, but RULESAGE_ENCODER"
+            " is not `tuned`: set RULESAGE_QUERY_ENCODER=shared"
+        )
+    if setting == "shared" or encoder != "tuned":  # a tower reads only against the tuned passage vectors
+        return None
+    if setting == "tuned":
+        if not (QUERY_DIR / "model.safetensors").is_file():
+            return None
+        folder = QUERY_DIR
+    else:
+        folder = Path(setting)
+        if not (folder / "model.safetensors").is_file() or not (folder / "run.json").is_file():
+            raise ValueError(
+                f"RULESAGE_QUERY_ENCODER must be one of {', '.join(QUERY_SETTINGS)} or a folder holding a"
+                f" question tower (model.safetensors and run.json), not {setting!r}"
+            )
+    trained_against = str(json.loads((folder / "run.json").read_text()).get("passage_tower_sha256", ""))
+    if trained_against[:12] != _weights_sha("tuned"):
+        raise ValueError(
+            f"the question tower {folder} was trained against the passage tower"
+            f" {trained_against[:12] or '?'}, not the shipped {_weights_sha('tuned')}: retrain it"
+            " (`rulesage train query-tower`) or set RULESAGE_QUERY_ENCODER=shared"
+        )
+    return folder
 
 
 @functools.lru_cache(maxsize=8)
@@ -249,6 +294,34 @@ class Embedder:
         tok.no_truncation()
         self.tokenizer = tok
         self.identity = identity(self.variant, self.encoder)
+        # the question tower, when one reads the player's question (embed_questions): checked here, so a
+        # wrong setting stops the service at start, and loaded by ``question_graph``, so a process that
+        # never searches (ingest, the reader) never holds it. The stored vectors' identity stays the
+        # passage tower's, which drew them.
+        self._tower = configured_query_tower(self.encoder)
+        self._tower_opts = opts
+        self._question_session: Any = None if self._tower else self.session
+        self.question_model = self.identity.model
+        if self._tower is not None:
+            self.question_model += f"+query@{_sha256(self._tower / 'model.safetensors')[:12]}"
+
+    def question_graph(self) -> Any:
+        """The session that reads a player's question: the tower's (exported on first use) or the passage
+        tower's. A service that embeds questions calls it at start, before it says SERVING."""
+        if self._question_session is None:
+            import onnxruntime as ort
+
+            assert self._tower is not None
+            sha = self.question_model.rsplit("@", 1)[1]
+            with _export_lock:  # one export and one session, however many threads ask first
+                if self._question_session is None:
+                    graph = _export(
+                        self._tower, models_dir(), lambda v: f"search-query-{sha}-{v}.onnx", self.variant
+                    )
+                    self._question_session = ort.InferenceSession(
+                        str(graph), self._tower_opts, providers=["CPUExecutionProvider"]
+                    )
+        return self._question_session
 
     # -- token windows -----------------------------------------------------------------------------------
     def token_count(self, text: str) -> int:
@@ -270,8 +343,9 @@ class Embedder:
             start += span - stride
 
     # -- inference ---------------------------------------------------------------------------------------
-    def _run(self, windows: list[list[int]], batch: int = 32) -> np.ndarray:
+    def _run(self, windows: list[list[int]], batch: int = 32, session: Any = None) -> np.ndarray:
         out = np.zeros((len(windows), DIM), dtype=np.float32)
+        session = session or self.session
         order = sorted(range(len(windows)), key=lambda i: len(windows[i]))  # length buckets: less padding
         for b in range(0, len(order), batch):
             idx = order[b : b + batch]
@@ -284,7 +358,7 @@ class Embedder:
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = self.session.run(None, feeds)[0]
+            hidden = session.run(None, feeds)[0]
             summed = (hidden * mask[..., None]).sum(axis=1)
             pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
             out[idx] = pooled
@@ -292,16 +366,26 @@ class Embedder:
         return out / np.maximum(norms, 1e-12)
 
     def embed_queries(self, texts: list[str], batch: int | None = None) -> np.ndarray:
-        """One vector per question (truncated to the window: questions are short). ``batch``: rows per
-        run, for many texts at once (``_run`` buckets them by length); by default a few lanes of one ask."""
+        """One vector per question-like text (truncated to the window: questions are short), drawn by the
+        passage tower: a ruling or a category's text at ingest, a question for a model trained on this
+        tower's vectors. ``batch``: rows per run, for many texts at once (``_run`` buckets them by length);
+        by default a few lanes of one ask."""
+        return self._queries(texts, batch, self.session)
+
+    def embed_questions(self, texts: list[str], batch: int | None = None) -> np.ndarray:
+        """The search lanes of a player's question, drawn by the question tower when one is configured
+        (``configured_query_tower``), else as ``embed_queries``."""
+        return self._queries(texts, batch, self.question_graph())
+
+    def _queries(self, texts: list[str], batch: int | None, session: Any) -> np.ndarray:
         wins = [self._windows(QUERY_PREFIX + t)[0] for t in texts]
         if batch is not None:
-            return self._run(wins, batch=batch)
+            return self._run(wins, batch=batch, session=session)
         # lanes of very different lengths (a question and the question with its cards' text) run apart: one
         # batch would pad the short one to the long one's width and pay for it
         lengths = [len(w) for w in wins]
         apart = len(wins) > 1 and max(lengths) > 1.5 * min(lengths)
-        return self._run(wins, batch=1 if apart else 32)
+        return self._run(wins, batch=1 if apart else 32, session=session)
 
     def embed_passages(self, texts: list[str], batch: int = 32) -> np.ndarray:
         """One vector per passage covering all of it (window vectors averaged by token weight)."""

@@ -38,6 +38,7 @@ GATE = HERE / "gate.toml"
 TARGETS = (
     "README.md",
     "rulesage/encoder/MODEL_CARD.md",
+    "rulesage/encoder/query/MODEL_CARD.md",
     "services/rerank/model/MODEL_CARD.md",
     "services/answer/model/MODEL_CARD.md",
     "rulesage/eval/gate.toml",

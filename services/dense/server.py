@@ -57,6 +57,8 @@ class DenseService(DbService, arm_pb2_grpc.ArmServicer, arm_pb2_grpc.EmbedderSer
         await super().start()
         # loading (and on first use exporting) the model happens before the service says SERVING
         self.embedder = await asyncio.to_thread(shared_embedder)
+        # and the question tower's graph, exported on first use: never on a player's first question
+        await asyncio.to_thread(self.embedder.question_graph)
         async with self.pool.connection() as conn:
             cur = await conn.execute("SELECT model FROM embedding_space WHERE active")
             row = await cur.fetchone()
@@ -94,14 +96,14 @@ class DenseService(DbService, arm_pb2_grpc.ArmServicer, arm_pb2_grpc.EmbedderSer
         asked = (asked_only(question) or "") if self.dense_settings.rulesage_asked_lane else ""
         lanes = lanes_mod.lanes(question, matches, request.cards_text.strip(), asked)
         with timings.stage("dense.embed", lanes=len(lanes)):
-            vecs = await asyncio.to_thread(self.embedder.embed_queries, [ln.text for ln in lanes])
+            vecs = await asyncio.to_thread(self.embedder.embed_questions, [ln.text for ln in lanes])
         return arm_pb2.EmbedResult(
             vectors=[
                 arm_pb2.Vector(lane=ln.name, text=ln.text, values=v.tolist())
                 for ln, v in zip(lanes, vecs, strict=True)
             ],
             aliases=[arm_pb2.AliasMatch(alias=m.alias, term=m.term, evidence=m.evidence) for m in matches],
-            model=self.embedder.identity.model,
+            model=self.embedder.question_model,
             timings=timings.proto(),
         )
 

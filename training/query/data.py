@@ -1,0 +1,99 @@
+"""The question tower's rows and its bank.
+
+The bank is every live passage's stored vector as the shipped passage tower drew it (``live_passages``, read
+family by family through ``training.pool.FamilyIndex``): the tower learns to read a question into that space,
+and the passages are never embedded again. A row is a training question (data/questions/questions-*.jsonl,
+the evaluation guard inside ``build_groups``' rules: ``eval_guard`` and ``positive_of``), the bank row of the
+passage that answers it (``label``), the other bank rows that hold its quote or print its rule too (``also``:
+never counted as wrong), and whether it is a real player's post (``public``). Splits are ``split_of``'s.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from training.questions import VAL_SHARE
+
+
+class WrongSpace(RuntimeError):
+    """The database's vectors are not the shipped passage tower's: a tower trained on them reads nothing."""
+
+
+def build(pattern: str, out: Path, val_share: float = VAL_SHARE) -> dict[str, Any]:
+    """Write bank.npy, bank.json (each bank row's passage id and family), train.jsonl and val.jsonl under
+    ``out``; return the counts and digests."""
+    from rulesage import db
+    from rulesage.embed import identity
+    from rulesage.ingest.store import active_space
+    from training.pool import FamilyIndex
+    from training.questions import eval_guard, family_ids, load_questions, positive_of, split_of
+
+    conn = db.connect(autocommit=True)
+    space = active_space(conn)
+    tower = identity(encoder="tuned")
+    if space is None or space[1] != tower.model:
+        raise WrongSpace(
+            f"the database's vectors were drawn by {space[1] if space else 'nothing'}, not the shipped"
+            f" passage tower {tower.model}: ingest the shelf with RULESAGE_ENCODER=tuned first"
+        )
+    fams = family_ids(conn)
+    guard = eval_guard()  # refuses to run without the evaluation folder
+    indexes, offsets, vectors, owners = {}, {}, [], []
+    at = 0
+    for fam in sorted(set(fams.values())):
+        index = indexes[fam] = FamilyIndex(conn, fam)
+        offsets[fam] = at
+        vectors.append(index.vectors)
+        owners += [{"id": p.id, "family": fam} for p in index.passages]
+        at += len(index)
+    conn.close()
+    counts: Counter[str] = Counter()
+    rows: dict[str, list[dict[str, Any]]] = {"train": [], "val": []}
+    questions = load_questions(pattern)
+    for q in questions:
+        found = fams.get(q.game)
+        if found is None:
+            counts["no-family-in-db"] += 1
+            continue
+        fam = found
+        if guard.touches(q):
+            counts["dropped-eval-overlap"] += 1
+            continue
+        pos, supporters = positive_of(indexes[fam], q)
+        if pos is None:
+            counts["no-passage-holds-quote"] += 1
+            continue
+        counts["provenance-" + ("public-qa" if q.public_post else "written")] += 1
+        base = offsets[fam]
+        rows[split_of(q, val_share)].append(
+            {
+                "anchor": q.question,
+                "label": base + pos,
+                "also": sorted(base + s for s in supporters if s != pos),
+                "public": q.public_post,
+            }
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    bank = np.concatenate(vectors).astype(np.float32)
+    np.save(out / "bank.npy", bank)
+    (out / "bank.json").write_text(json.dumps(owners) + "\n")
+    digests = {"bank": hashlib.sha256(bank.tobytes()).hexdigest()}
+    for split, items in rows.items():
+        body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in items)
+        (out / f"{split}.jsonl").write_text(body)
+        digests[split] = hashlib.sha256(body.encode()).hexdigest()
+    return {
+        "questions_read": len(questions),
+        "outcomes": dict(counts),
+        "rows": {k: len(v) for k, v in rows.items()},
+        "public_rows": {k: sum(r["public"] for r in v) for k, v in rows.items()},
+        "bank": {"passages": int(bank.shape[0]), "families": len(offsets)},
+        "space": tower.model,
+        "sha256": digests,
+    }

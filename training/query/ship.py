@@ -1,0 +1,99 @@
+"""Ship a trained question tower beside the passage tower it reads against (``rulesage/encoder/query/``):
+fp16 weights and config, run.json (the recipe, the data, the held-out measure, the passage tower's sha256,
+which serving checks) and a model card written from the run and rulesage/eval/figures.json."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from rulesage.eval import figures
+from rulesage.ingest.store import sha256_file
+from training.encoder.ship import export_fp16
+
+TABLE = "query-card"  # the figures file's table the card shows
+
+
+def write_card(out: Path, run: dict[str, Any], figures_path: Path = figures.FIGURES) -> Path:
+    card = out / "MODEL_CARD.md"
+    card.write_text(card_text(run, figures_path))
+    return card
+
+
+def _row(name: str, f: dict[str, Any]) -> str:
+    a, p = f["all"], f["real_posts"]
+    return (
+        f"| {name} | {a['recall_at_8']:.3f} / {a['mrr_at_10']:.3f} / {a['recall_at_80']:.3f} |"
+        f" {p['recall_at_8']:.3f} / {p['mrr_at_10']:.3f} / {p['recall_at_80']:.3f} |"
+    )
+
+
+def card_text(run: dict[str, Any], figures_path: Path = figures.FIGURES) -> str:
+    data = figures.load(figures_path)
+    r, d, held = run["recipe"], run["data"], run["held_out"]
+    other = {k: v for k, v in d["outcomes"].items() if k != "dropped-eval-overlap"}
+    lines = [
+        "# rulesage/search-encoder, question tower",
+        "",
+        "The shipped search encoder tuned again to read a player's question, against the passage vectors",
+        "its passage tower stored (which stay as they are): the dense arm's and the aisle's question lanes,",
+        "through `Embed`. Written by the run that trained it; the figures come from",
+        "rulesage/eval/figures.json.",
+        "`RULESAGE_QUERY_ENCODER=shared` lets the passage tower read the question again (the before).",
+        "",
+        f"- Rebuild: `{run['command']}`",
+        f"- Weights: model.safetensors, fp16, sha256 `{run['sha256']}` ({run['bytes'] / 1e6:.1f} MB),"
+        " exported to an fp32 ONNX graph at first use.",
+        f"- Reads against: the passage tower `rulesage/encoder/model.safetensors`, sha256"
+        f" `{run['passage_tower_sha256'][:16]}…` (serving refuses a tower trained against other weights);"
+        f" the vectors of the embedding space `{d['space']}`.",
+        "- Loss: the softmax of the question's cosines (scale"
+        f" {r['scale']}) over every stored passage vector of its family, the answering passage the target and"
+        " the question's other answering passages masked; sentence-transformers' trainer, batches of"
+        f" {r['batch']}, lr {r['lr']}, warm-up {r['warmup']:.0%}, linear decay, {r['epochs']} epoch(s),"
+        f" {r['max_tokens']} word pieces, seed {r['seed']}, {r['threads']} CPU threads.",
+        f"- Steps: {run['steps']}, final training loss {run['train_loss']:.4f}; wall time"
+        f" {run['wall_minutes']:.1f} min on {run['machine']}.",
+        "",
+        "## Data",
+        "",
+        f"- Questions read: {d['questions_read']} (data/questions/questions-*.jsonl; each row's source is a"
+        " URL or `written`).",
+        f"- Rows: {d['rows']['train']} train ({d['public_rows']['train']} real posts, each seen"
+        f" {r['public_repeat']} time(s) an epoch), {d['rows']['val']} held out"
+        f" ({d['public_rows']['val']} real posts; split by quote).",
+        "- Dropped by the evaluation guard (every evaluation question, quote, rule and source, and"
+        f" eval/reserved.py's reserved questions): {d['outcomes'].get('dropped-eval-overlap', 0)}.",
+        f"- Other outcomes: {json.dumps(other)}",
+        f"- Bank: {d['bank']['passages']} passages of {d['bank']['families']} families; data sha256: bank"
+        f" {d['sha256']['bank'][:16]}, train {d['sha256']['train'][:16]}, val {d['sha256']['val'][:16]}.",
+        "",
+        "## Held out (the dense arm alone, R@8 / MRR@10 / R@80)",
+        "",
+        "| question read by | held-out rows | the real posts among them |",
+        "|---|---|---|",
+        _row("the passage tower (before)", held["before"]),
+        _row("this tower", held["after"]),
+        "",
+        "## Figures",
+        "",
+        "Whole shelf, through the real mesh (rulesage/eval/figures.json; `rulesage figures` rewrites this):",
+        "",
+        f"<!-- figures:{TABLE} -->",
+        figures.render_table(data, TABLE).rstrip(),
+        f"<!-- /figures:{TABLE} -->",
+    ]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def ship(final: Path, out: Path, run: dict[str, Any]) -> dict[str, Any]:
+    weights = export_fp16(final, out)
+    run = {**run, "sha256": sha256_file(weights), "bytes": weights.stat().st_size}
+    (out / "run.json").write_text(json.dumps(run, indent=1) + "\n")
+    write_card(out, run)
+    for stale in out.glob("*.tmp"):
+        stale.unlink()
+    shutil.rmtree(out / "__pycache__", ignore_errors=True)
+    return run
