@@ -228,6 +228,13 @@ def configured_query_tower(encoder: str) -> Path | None:
 
 
 @functools.lru_cache(maxsize=8)
+def _tower_sha(folder: Path) -> str:
+    """The question tower's weights sha256 prefix, hashed once a process: it names the tower's graph and the
+    model on the wire."""
+    return _sha256(folder / "model.safetensors")[:12]
+
+
+@functools.lru_cache(maxsize=8)
 def _weights_sha(encoder: str) -> str:
     return _sha256(weights_dir(encoder) / "model.safetensors")[:12]
 
@@ -301,9 +308,8 @@ class Embedder:
         self._tower = configured_query_tower(self.encoder)
         self._tower_opts = opts
         self._question_session: Any = None if self._tower else self.session
-        self.question_model = self.identity.model
-        if self._tower is not None:
-            self.question_model += f"+query@{_sha256(self._tower / 'model.safetensors')[:12]}"
+        self._tower_sha = _tower_sha(self._tower) if self._tower else ""
+        self.question_model = self.identity.model + (f"+query@{self._tower_sha}" if self._tower else "")
 
     def question_graph(self) -> Any:
         """The session that reads a player's question: the tower's (exported on first use) or the passage
@@ -312,7 +318,7 @@ class Embedder:
             import onnxruntime as ort
 
             assert self._tower is not None
-            sha = self.question_model.rsplit("@", 1)[1]
+            sha = self._tower_sha
             with _export_lock:  # one export and one session, however many threads ask first
                 if self._question_session is None:
                     graph = _export(
