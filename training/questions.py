@@ -258,6 +258,37 @@ def pseudo_queries(index: FamilyIndex, n: int, rng: random.Random) -> list[tuple
     return pairs[:n]
 
 
+def answered(
+    conn: psycopg.Connection,
+    questions: Iterable[Question],
+    counts: Counter[str],
+    indexes: dict[int, FamilyIndex],
+) -> list[tuple[Question, int, int, set[int]]]:
+    """Each question the evaluation guard lets through with its family, the position of the passage that
+    answers it and every position that holds its quote or rule (``positive_of``); each outcome is counted
+    in ``counts``. ``indexes`` (family id -> index) is read, and filled with the families it lacks."""
+    fams = family_ids(conn)
+    guard = eval_guard()  # refuses to run without the evaluation folder
+    out: list[tuple[Question, int, int, set[int]]] = []
+    for q in questions:
+        fam = fams.get(q.game)
+        if fam is None:
+            counts["no-family-in-db"] += 1
+            continue
+        if guard.touches(q):
+            counts["dropped-eval-overlap"] += 1
+            continue
+        if fam not in indexes:
+            indexes[fam] = FamilyIndex(conn, fam)
+        pos, supporters = positive_of(indexes[fam], q)
+        if pos is None:
+            counts["no-passage-holds-quote"] += 1
+            continue
+        counts["provenance-" + ("public-qa" if q.public_post else "written")] += 1
+        out.append((q, fam, pos, supporters))
+    return out
+
+
 def build_groups(
     conn: psycopg.Connection,
     questions: Iterable[Question],
@@ -276,26 +307,8 @@ def build_groups(
     and a question without a pool is left out; pseudo-queries have no served pool and are left out too."""
     rng = random.Random(seed)
     counts: Counter[str] = Counter()
-    fams = family_ids(conn)
-    guard = eval_guard()
     indexes: dict[int, FamilyIndex] = {}
-    todo: list[tuple[Question, int, int, set[int]]] = []
-    for q in questions:
-        fam = fams.get(q.game)
-        if fam is None:
-            counts["no-family-in-db"] += 1
-            continue
-        if guard.touches(q):
-            counts["dropped-eval-overlap"] += 1
-            continue
-        if fam not in indexes:
-            indexes[fam] = FamilyIndex(conn, fam)
-        pos, supporters = positive_of(indexes[fam], q)
-        if pos is None:
-            counts["no-passage-holds-quote"] += 1
-            continue
-        counts["provenance-" + ("public-qa" if q.public_post else "written")] += 1
-        todo.append((q, fam, pos, supporters))
+    todo = answered(conn, questions, counts, indexes)
     if pseudo and pools is None:
         per_family = max(pseudo // max(len(indexes), 1), 1)
         for fam, index in sorted(indexes.items()):

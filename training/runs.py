@@ -5,6 +5,7 @@ a shipped run (``record``)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -12,6 +13,7 @@ import platform
 import shlex
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -113,3 +115,59 @@ def weighted_rows(rows: Any, public_repeat: int, seed: int) -> Any:
             rows = concatenate_datasets([rows] + [public] * (public_repeat - 1))
             rows = rows.shuffle(seed=seed)
     return rows.remove_columns("public")
+
+
+def trainer_arguments(recipe: Any, work: Path) -> dict[str, Any]:
+    """The trainer settings every recipe shares (sentence-transformers' and its cross-encoder's arguments
+    alike): the recipe's schedule, linear decay, fixed seeds, a checkpoint every ``save_steps`` steps in
+    ``work`` (the newest two kept), CPU only, no reporting. A recipe adds its warm-up, logging and sampler."""
+    return {
+        "output_dir": str(work),
+        "num_train_epochs": recipe.epochs,
+        "max_steps": recipe.max_steps,
+        "per_device_train_batch_size": recipe.batch,
+        "learning_rate": recipe.lr,
+        "lr_scheduler_type": "linear",
+        "seed": recipe.seed,
+        "data_seed": recipe.seed,
+        "save_strategy": "steps",
+        "save_steps": recipe.save_steps,
+        "save_total_limit": 2,
+        "report_to": "none",
+        "use_cpu": True,
+        "dataloader_num_workers": 0,
+    }
+
+
+def write_run(work: Path, recipe: Any, rows: int, trained: dict[str, Any]) -> dict[str, Any]:
+    """A finished training's log (its recipe, rows and ``train_resumably``'s record) as work/run.json."""
+    run = {"recipe": asdict(recipe), "rows": rows, **trained}
+    (work / "run.json").write_text(json.dumps(run, indent=1) + "\n")
+    return run
+
+
+def train_once(
+    work: Path, recipe: Any, train: Callable[[], tuple[Path, dict[str, Any]]]
+) -> tuple[Path, dict[str, Any]]:
+    """The final model of this recipe in ``work`` and its run's log: read back when ``work`` holds one
+    trained with exactly this recipe, else ``train()`` (a changed recipe, more steps say, resumes from the
+    newest checkpoint with its schedule extended)."""
+    final, run = work / "final", work / "run.json"
+    done = json.loads(run.read_text()) if run.is_file() else None
+    if done and final.is_dir() and done["recipe"] == asdict(recipe):
+        log.info("already trained: %d steps", done["steps"])
+        return final, done
+    return train()
+
+
+def add_recipe_options(parser: argparse.ArgumentParser, defaults: Any) -> None:
+    """One ``--option`` for each field of a recipe dataclass, typed and defaulted as in ``defaults`` (the
+    recipe's own defaults, or a command's, as the sentence reader's)."""
+    for f in fields(defaults):
+        default = getattr(defaults, f.name)
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(default), default=default)
+
+
+def recipe_options(args: argparse.Namespace, recipe: type) -> dict[str, Any]:
+    """The recipe's fields as ``add_recipe_options`` parsed them."""
+    return {f.name: getattr(args, f.name) for f in fields(recipe)}

@@ -203,6 +203,19 @@ def render_gate(data: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def card_section(data: dict[str, Any], name: str) -> list[str]:
+    """A model card's "Figures" section: the table ``name`` within the markers `rulesage figures` rewrites."""
+    return [
+        "## Figures",
+        "",
+        "Whole shelf, through the real mesh (rulesage/eval/figures.json; `rulesage figures` rewrites this):",
+        "",
+        f"<!-- figures:{name} -->",
+        render_table(data, name).rstrip(),
+        f"<!-- /figures:{name} -->",
+    ]
+
+
 def render_block(data: dict[str, Any], name: str) -> str:
     return render_gate(data) if name == "gate" else render_table(data, name)
 

@@ -13,11 +13,10 @@ import logging
 import shutil
 import sys
 import time
-from dataclasses import fields
 from pathlib import Path
 
 from training.encoder.recipe import Recipe
-from training.runs import record
+from training.runs import add_recipe_options, recipe_options, record
 
 log = logging.getLogger("training.encoder")
 
@@ -39,8 +38,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--card-only", action="store_true", help="rewrite the shipped card from its run and figures"
     )
-    for f in fields(Recipe):
-        p.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
+    add_recipe_options(p, Recipe())
     return p.parse_args(argv)
 
 
@@ -57,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         run = json.loads((out / "run.json").read_text())
         print(ship.write_card(out, run))
         return 0
-    recipe = Recipe(**{f.name: getattr(args, f.name) for f in fields(Recipe)})
+    recipe = Recipe(**recipe_options(args, Recipe))
     work = Path(args.work)
     if args.fresh:
         shutil.rmtree(work, ignore_errors=True)

@@ -9,14 +9,13 @@ passage from being its own batch-mate's negative. Seeds are fixed; a checkpoint 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training.runs import train_resumably, weighted_rows
+from training.runs import train_resumably, trainer_arguments, weighted_rows, write_run
 
 log = logging.getLogger(__name__)
 
@@ -65,28 +64,13 @@ def train(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]
     )
     loss = MultipleNegativesRankingLoss(model)
     args = SentenceTransformerTrainingArguments(
-        output_dir=str(work),
-        num_train_epochs=recipe.epochs,
-        max_steps=recipe.max_steps,
-        per_device_train_batch_size=recipe.batch,
-        learning_rate=recipe.lr,
+        **trainer_arguments(recipe, work),
         warmup_ratio=recipe.warmup,
-        lr_scheduler_type="linear",
         batch_sampler=BatchSamplers.NO_DUPLICATES,
-        seed=recipe.seed,
-        data_seed=recipe.seed,
-        save_strategy="steps",
-        save_steps=recipe.save_steps,
-        save_total_limit=2,
         logging_steps=1,
-        report_to="none",
-        use_cpu=True,
-        dataloader_num_workers=0,
     )
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=rows, loss=loss)
     record = train_resumably(trainer, work)
     final = work / "final"
     model.save(str(final))
-    run = {"recipe": asdict(recipe), "rows": len(rows), **record}
-    (work / "run.json").write_text(json.dumps(run, indent=1) + "\n")
-    return final, run
+    return final, write_run(work, recipe, len(rows), record)

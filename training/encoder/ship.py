@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,22 +85,23 @@ def card_text(run: dict[str, Any], figures_path: Path = FIGURES) -> str:
         " RRF), one drawn among the first 5 passages that do not answer.",
         f"- Data sha256: train {d['sha256']['train'][:16]}, val {d['sha256']['val'][:16]}.",
         "",
-        "## Figures",
-        "",
-        "Whole shelf, through the real mesh (rulesage/eval/figures.json; `rulesage figures` rewrites this):",
-        "",
-        f"<!-- figures:{TABLE} -->",
-        figures.render_table(data, TABLE).rstrip(),
-        f"<!-- /figures:{TABLE} -->",
+        *figures.card_section(data, TABLE),
     ]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def ship(final: Path, out: Path, run: dict[str, Any]) -> dict[str, Any]:
+def ship(
+    final: Path,
+    out: Path,
+    run: dict[str, Any],
+    card: Callable[[Path, dict[str, Any]], Path] = write_card,
+) -> dict[str, Any]:
+    """The fp16 weights and config in ``out``, run.json with their sha256 and size, and the card ``card``
+    writes from it (the search encoder's by default; the question tower ships the same way)."""
     weights = export_fp16(final, out)
     run = {**run, "sha256": sha256_file(weights), "bytes": weights.stat().st_size}
     (out / "run.json").write_text(json.dumps(run, indent=1) + "\n")
-    write_card(out, run)
+    card(out, run)
     for stale in out.glob("*.tmp"):
         stale.unlink()
     shutil.rmtree(out / "__pycache__", ignore_errors=True)

@@ -14,11 +14,10 @@ import logging
 import shutil
 import sys
 import time
-from dataclasses import fields
 from pathlib import Path
 
 from training.query.recipe import Recipe
-from training.runs import kept, record
+from training.runs import add_recipe_options, kept, recipe_options, record, train_once
 
 log = logging.getLogger("training.query")
 
@@ -40,8 +39,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--card-only", action="store_true", help="rewrite the shipped card from its run and figures"
     )
-    for f in fields(Recipe):
-        p.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
+    add_recipe_options(p, Recipe())
     return p.parse_args(argv)
 
 
@@ -57,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.card_only:
         print(ship.write_card(out, json.loads((out / "run.json").read_text())))
         return 0
-    recipe = Recipe(**{f.name: getattr(args, f.name) for f in fields(Recipe)})
+    recipe = Recipe(**recipe_options(args, Recipe))
     work = Path(args.work)
     if args.fresh:
         shutil.rmtree(work, ignore_errors=True)
@@ -67,14 +65,9 @@ def main(argv: list[str] | None = None) -> int:
 
     counts = kept(data_dir / "counts.json", lambda: build(args.questions, data_dir))
     log.info("rows: %s, bank: %s", counts["rows"], counts["bank"])
-    final = run_dir / "final"
-    if (run_dir / "run.json").is_file() and final.is_dir():
-        trained = json.loads((run_dir / "run.json").read_text())
-        log.info("already trained: %d steps", trained["steps"])
-    else:
-        from training.query.recipe import train
+    from training.query.recipe import train
 
-        final, trained = train(data_dir, run_dir, recipe)
+    final, trained = train_once(run_dir, recipe, lambda: train(data_dir, run_dir, recipe))
 
     def held_out() -> dict[str, object]:
         from sentence_transformers import SentenceTransformer

@@ -3,9 +3,10 @@
 The bank is every live passage's stored vector as the shipped passage tower drew it (``live_passages``, read
 family by family through ``training.pool.FamilyIndex``): the tower learns to read a question into that space,
 and the passages are never embedded again. A row is a training question (data/questions/questions-*.jsonl,
-the evaluation guard inside ``build_groups``' rules: ``eval_guard`` and ``positive_of``), the bank row of the
-passage that answers it (``label``), the other bank rows that hold its quote or print its rule too (``also``:
-never counted as wrong), and whether it is a real player's post (``public``). Splits are ``split_of``'s.
+kept by ``training.questions.answered`` with the evaluation guard inside, as every recipe's rows are), the
+bank row of the passage that answers it (``label``), the other bank rows that hold its quote or print its
+rule too (``also``: never counted as wrong), and whether it is a real player's post (``public``). Splits are
+``split_of``'s.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def build(pattern: str, out: Path, val_share: float = VAL_SHARE) -> dict[str, An
     from rulesage.embed import identity
     from rulesage.ingest.store import active_space
     from training.pool import FamilyIndex
-    from training.questions import eval_guard, family_ids, load_questions, positive_of, split_of
+    from training.questions import answered, family_ids, load_questions, split_of
 
     conn = db.connect(autocommit=True)
     space = active_space(conn)
@@ -42,34 +43,20 @@ def build(pattern: str, out: Path, val_share: float = VAL_SHARE) -> dict[str, An
             f"the database's vectors were drawn by {space[1] if space else 'nothing'}, not the shipped"
             f" passage tower {tower.model}: ingest the shelf with RULESAGE_ENCODER=tuned first"
         )
-    fams = family_ids(conn)
-    guard = eval_guard()  # refuses to run without the evaluation folder
     indexes, offsets, vectors, owners = {}, {}, [], []
     at = 0
-    for fam in sorted(set(fams.values())):
+    for fam in sorted(set(family_ids(conn).values())):
         index = indexes[fam] = FamilyIndex(conn, fam)
         offsets[fam] = at
         vectors.append(index.vectors)
         owners += [{"id": p.id, "family": fam} for p in index.passages]
         at += len(index)
-    conn.close()
     counts: Counter[str] = Counter()
     rows: dict[str, list[dict[str, Any]]] = {"train": [], "val": []}
     questions = load_questions(pattern)
-    for q in questions:
-        found = fams.get(q.game)
-        if found is None:
-            counts["no-family-in-db"] += 1
-            continue
-        fam = found
-        if guard.touches(q):
-            counts["dropped-eval-overlap"] += 1
-            continue
-        pos, supporters = positive_of(indexes[fam], q)
-        if pos is None:
-            counts["no-passage-holds-quote"] += 1
-            continue
-        counts["provenance-" + ("public-qa" if q.public_post else "written")] += 1
+    kept = answered(conn, questions, counts, indexes)
+    conn.close()
+    for q, fam, pos, supporters in kept:
         base = offsets[fam]
         rows[split_of(q, val_share)].append(
             {

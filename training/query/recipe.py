@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from training.runs import train_resumably, weighted_rows
+from training.runs import train_resumably, trainer_arguments, weighted_rows, write_run
 
 
 @dataclass(frozen=True)
@@ -108,27 +108,10 @@ def train(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]
         recipe.seed,
     ).shuffle(seed=recipe.seed)
     args = SentenceTransformerTrainingArguments(
-        output_dir=str(work),
-        num_train_epochs=recipe.epochs,
-        max_steps=recipe.max_steps,
-        per_device_train_batch_size=recipe.batch,
-        learning_rate=recipe.lr,
-        warmup_steps=recipe.warmup,
-        lr_scheduler_type="linear",
-        seed=recipe.seed,
-        data_seed=recipe.seed,
-        save_strategy="steps",
-        save_steps=recipe.save_steps,
-        save_total_limit=2,
-        logging_steps=5,
-        report_to="none",
-        use_cpu=True,
-        dataloader_num_workers=0,
+        **trainer_arguments(recipe, work), warmup_steps=recipe.warmup, logging_steps=5
     )
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset, loss=loss)
     record = train_resumably(trainer, work)
     final = work / "final"
     model.save(str(final))
-    run = {"recipe": asdict(recipe), "rows": len(dataset), **record}
-    (work / "run.json").write_text(json.dumps(run, indent=1) + "\n")
-    return final, run
+    return final, write_run(work, recipe, len(dataset), record)

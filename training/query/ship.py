@@ -5,13 +5,11 @@ which serving checks) and a model card written from the run and rulesage/eval/fi
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 from rulesage.eval import figures
-from rulesage.ingest.store import sha256_file
-from training.encoder.ship import export_fp16
+from training.encoder import ship as encoder_ship
 
 TABLE = "query-card"  # the figures file's table the card shows
 
@@ -77,23 +75,10 @@ def card_text(run: dict[str, Any], figures_path: Path = figures.FIGURES) -> str:
         _row("the passage tower (before)", held["before"]),
         _row("this tower", held["after"]),
         "",
-        "## Figures",
-        "",
-        "Whole shelf, through the real mesh (rulesage/eval/figures.json; `rulesage figures` rewrites this):",
-        "",
-        f"<!-- figures:{TABLE} -->",
-        figures.render_table(data, TABLE).rstrip(),
-        f"<!-- /figures:{TABLE} -->",
+        *figures.card_section(data, TABLE),
     ]
     return "\n".join(lines).rstrip() + "\n"
 
 
 def ship(final: Path, out: Path, run: dict[str, Any]) -> dict[str, Any]:
-    weights = export_fp16(final, out)
-    run = {**run, "sha256": sha256_file(weights), "bytes": weights.stat().st_size}
-    (out / "run.json").write_text(json.dumps(run, indent=1) + "\n")
-    write_card(out, run)
-    for stale in out.glob("*.tmp"):
-        stale.unlink()
-    shutil.rmtree(out / "__pycache__", ignore_errors=True)
-    return run
+    return encoder_ship.ship(final, out, run, card=write_card)

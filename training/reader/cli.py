@@ -14,12 +14,11 @@ import json
 import logging
 import shutil
 import sys
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from training.reader.recipe import Recipe
-from training.runs import record
+from training.runs import add_recipe_options, recipe_options, record, train_once
 
 log = logging.getLogger("training.reader")
 
@@ -44,8 +43,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--held-out", type=int, default=400, help="held-out questions the depth/prior are chosen on"
     )
-    for f in fields(Recipe):
-        p.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
+    add_recipe_options(p, Recipe())
     return p.parse_args(argv)
 
 
@@ -62,19 +60,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.card_only:
         print(ship.write_card(out, json.loads((out / "run.json").read_text())))
         return 0
-    recipe = Recipe(**{f.name: getattr(args, f.name) for f in fields(Recipe)})
+    recipe = Recipe(**recipe_options(args, Recipe))
     work = Path(args.work)
     if args.fresh:
         shutil.rmtree(work, ignore_errors=True)
     data_dir, run_dir = work / "data", work / "run"
     from training.reader.data import build
     from training.reader.measure import beats_head, choose, measure
-    from training.reader.recipe import train_once
+    from training.reader.recipe import train
     from training.runs import kept, measured
 
     counts = kept(data_dir / "counts.json", lambda: build(args.questions, data_dir, recipe.seed))
     log.info("rows: %s", counts["rows"])
-    final, trained = train_once(data_dir, run_dir, recipe)
+    final, trained = train_once(run_dir, recipe, lambda: train(data_dir, run_dir, recipe))
     # the shipped form (fp16 weights) is what the held-out measure reads, through the served graph
     staged = ship.stage(final, work / "staged", recipe.max_tokens)
     weights = sha256_file(staged / "model.safetensors")

@@ -10,14 +10,13 @@ every ``save_steps`` steps and a rerun resumes from the newest one.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training.runs import train_resumably, weighted_rows
+from training.runs import train_resumably, trainer_arguments, weighted_rows, write_run
 
 log = logging.getLogger(__name__)
 
@@ -81,18 +80,6 @@ def reader_model(base: Path, max_tokens: int) -> Any:
     return CrossEncoder(modules=[encoder, pooling, score], device="cpu")
 
 
-def train_once(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]:
-    """The final model of this recipe in ``work`` and its run's log: read back when ``work`` holds one
-    trained with exactly this recipe, else trained (a changed recipe, more steps say, resumes from the newest
-    checkpoint with its schedule extended)."""
-    final, run = work / "final", work / "run.json"
-    done = json.loads(run.read_text()) if run.is_file() else None
-    if done and final.is_dir() and done["recipe"] == asdict(recipe):
-        log.info("already trained: %d steps", done["steps"])
-        return final, done
-    return train(data, work, recipe)
-
-
 def train(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]:
     """Train on data/train.jsonl; returns the final model folder and the run's log (steps, losses, time)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -115,27 +102,10 @@ def train(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]
     )
     loss = MultipleNegativesRankingLoss(model, num_negatives=recipe.in_batch)
     args = CrossEncoderTrainingArguments(
-        output_dir=str(work),
-        num_train_epochs=recipe.epochs,
-        max_steps=recipe.max_steps,
-        per_device_train_batch_size=recipe.batch,
-        learning_rate=recipe.lr,
-        warmup_ratio=recipe.warmup,
-        lr_scheduler_type="linear",
-        seed=recipe.seed,
-        data_seed=recipe.seed,
-        save_strategy="steps",
-        save_steps=recipe.save_steps,
-        save_total_limit=2,
-        logging_steps=1,
-        report_to="none",
-        use_cpu=True,
-        dataloader_num_workers=0,
+        **trainer_arguments(recipe, work), warmup_ratio=recipe.warmup, logging_steps=1
     )
     trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=rows, loss=loss)
     record = train_resumably(trainer, work)
     final = work / "final"
     model.save_pretrained(str(final))
-    run = {"recipe": asdict(recipe), "rows": len(rows), **record}
-    (work / "run.json").write_text(json.dumps(run, indent=1) + "\n")
-    return final, run
+    return final, write_run(work, recipe, len(rows), record)

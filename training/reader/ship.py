@@ -133,13 +133,7 @@ def card_text(run: dict[str, Any], figures_path: Path = FIGURES) -> str:
         "",
         *rows,
         "",
-        "## Figures",
-        "",
-        "Whole shelf, through the real mesh (rulesage/eval/figures.json; `rulesage figures` rewrites this):",
-        "",
-        f"<!-- figures:{TABLE} -->",
-        figures.render_table(data, TABLE).rstrip(),
-        f"<!-- /figures:{TABLE} -->",
+        *figures.card_section(data, TABLE),
     ]
     return "\n".join(lines).rstrip() + "\n"
 

@@ -13,12 +13,12 @@ import argparse
 import logging
 import shutil
 import sys
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from training.reader.recipe import Recipe
-from training.runs import record
+from training.runs import add_recipe_options, recipe_options, record, train_once
 
 log = logging.getLogger("training.sentences")
 
@@ -36,9 +36,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--out", default=None, help="where it ships (default services/answer/model/sentences)")
     p.add_argument("--fresh", action="store_true", help="drop the work folder's rows and checkpoints first")
     p.add_argument("--no-ship", action="store_true", help="train and measure only")
-    for f in fields(Recipe):
-        default = getattr(DEFAULTS, f.name)
-        p.add_argument(f"--{f.name.replace('_', '-')}", type=type(default), default=default)
+    add_recipe_options(p, DEFAULTS)
     return p.parse_args(argv)
 
 
@@ -51,19 +49,19 @@ def main(argv: list[str] | None = None) -> int:
     from training.sentences import ship
 
     out = Path(args.out) if args.out else SENTENCES_DIR
-    recipe = replace(DEFAULTS, **{f.name: getattr(args, f.name) for f in fields(Recipe)})
+    recipe = replace(DEFAULTS, **recipe_options(args, Recipe))
     work = Path(args.work)
     if args.fresh:
         shutil.rmtree(work, ignore_errors=True)
     data_dir, run_dir = work / "data", work / "run"
-    from training.reader.recipe import train_once
+    from training.reader.recipe import train
     from training.runs import kept, measured
     from training.sentences.data import build
     from training.sentences.measure import choose, measure
 
     counts = kept(data_dir / "counts.json", lambda: build(Path(args.asks), data_dir))
     log.info("rows: %s", counts["counts"])
-    final, trained = train_once(data_dir, run_dir, recipe)
+    final, trained = train_once(run_dir, recipe, lambda: train(data_dir, run_dir, recipe))
     # the shipped form (fp16 weights) is what the held-out measure reads, through the served graph
     staged = reader_ship.stage(final, work / "staged", recipe.max_tokens)
     weights = sha256_file(staged / "model.safetensors")
