@@ -63,9 +63,18 @@ def usable(row: Stored | None, model: str, text: str) -> np.ndarray | None:
     return unpack(row.states)
 
 
+def _stored(rows: list[Any]) -> dict[int, Stored]:
+    return {int(r[0]): Stored(r[1], r[2], bytes(r[3])) for r in rows}
+
+
 async def fetch(conn: Any, ids: Sequence[int]) -> dict[int, Stored]:
     cur = await conn.execute(FETCH_SQL, (list(ids),))
-    return {int(r[0]): Stored(r[1], r[2], bytes(r[3])) for r in await cur.fetchall()}
+    return _stored(await cur.fetchall())
+
+
+def fetch_sync(conn: Any, ids: Sequence[int]) -> dict[int, Stored]:
+    """``fetch`` over a blocking connection (the training tools read the states the service reads)."""
+    return _stored(conn.execute(FETCH_SQL, (list(ids),)).fetchall())
 
 
 def rows(model: str, items: Iterable[tuple[int, str, np.ndarray]]) -> tuple[list[Any], ...]:

@@ -137,3 +137,21 @@ def runner_free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def test_the_training_tools_read_the_states_the_service_reads(shelf_url: str) -> None:
+    """``fetch_sync`` (the held-out pools' reader) hands back the very states a fresh encoding stores."""
+    import numpy as np
+
+    from services.rerank.scorer import RuntimeOptions, TrainedScorer
+
+    states.draw_missing(shelf_url)
+    cands = live_passages(shelf_url, limit=4)
+    scorer = TrainedScorer(MODEL_FILE, RuntimeOptions(threads=1))
+    with psycopg.connect(shelf_url) as conn:
+        stored = states.fetch_sync(conn, [c.id for c in cands])
+    read = [states.usable(stored.get(c.id), scorer.states_key, c.text) for c in cands]
+    fresh, _ = scorer.fill_states([c.text for c in cands])
+    assert all(r is not None for r in read)
+    assert all(np.array_equal(r, f) for r, f in zip(read, fresh, strict=True))
+    assert states.usable(stored.get(cands[0].id), "another-encoder", cands[0].text) is None

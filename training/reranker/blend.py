@@ -142,9 +142,12 @@ def held_out_pools(
     """The held-out split's served pools with the states the heads read when served: ``scorer``'s own
     encoder half, one window a run and stored as int8 (``TrainedScorer.fill_states``), the question cut as
     served. The search encoder's states, or batched ones, would score the heads on states they never see.
+    The window states ingest stored for this encoder half are read back where they still match the text
+    (``services.rerank.states.usable``, as the service reads them); only the rest are encoded.
     ``candidates``: each pool's first so many (the rerank service's ``RULESAGE_RERANK_CANDIDATES``);
     ``asked``: draw the asking sentences' states too (``TrainedScorer.read_question``)."""
     from rulesage import db
+    from services.rerank.states import fetch_sync, usable
     from training.questions import build_groups, load_questions
     from training.reranker.pools import load_pools
 
@@ -159,7 +162,11 @@ def held_out_pools(
     for g in (g for g in groups if g.split == "val"):
         index = indexes[g.family_id]
         ids = list(g.pool)[:candidates]
-        windows, _ = scorer.fill_states([index.passages[i].text for i in ids])
+        texts = [index.passages[i].text for i in ids]
+        stored = fetch_sync(conn, ids)
+        windows, _ = scorer.fill_states(
+            texts, [usable(stored.get(i), scorer.states_key, t) for i, t in zip(ids, texts, strict=True)]
+        )
         read = scorer.read_question(g.question, asked=asked)
         out.append(Pool(g.public, ids, set(g.supporters), read.whole, windows, read.asked))
     return out
