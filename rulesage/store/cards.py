@@ -50,19 +50,36 @@ class CardHit:
     similarity: float
 
 
+def _names(rows: list[Any]) -> list[CardName]:
+    return [CardName(r[0], int(r[1]), r[2], bool(r[3])) for r in rows]
+
+
+def _cards(rows: list[Any]) -> dict[int, StoredCard]:
+    return {
+        int(r[0]): StoredCard(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], list(r[8])) for r in rows
+    }
+
+
 async def names(conn: Any, game_id: int) -> list[CardName]:
     cur = await conn.execute(NAMES_SQL, (game_id,))
-    return [CardName(r[0], int(r[1]), r[2], bool(r[3])) for r in await cur.fetchall()]
+    return _names(await cur.fetchall())
 
 
 async def cards(conn: Any, ids: list[int]) -> dict[int, StoredCard]:
     if not ids:
         return {}
     cur = await conn.execute(CARDS_SQL, (ids,))
-    return {
-        int(r[0]): StoredCard(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], list(r[8]))
-        for r in await cur.fetchall()
-    }
+    return _cards(await cur.fetchall())
+
+
+def names_sync(conn: Any, game_id: int) -> list[CardName]:
+    """``names`` over a blocking connection (training reads the table as the matcher does)."""
+    return _names(conn.execute(NAMES_SQL, (game_id,)).fetchall())
+
+
+def cards_sync(conn: Any, ids: list[int]) -> dict[int, StoredCard]:
+    """``cards`` over a blocking connection."""
+    return _cards(conn.execute(CARDS_SQL, (ids,)).fetchall()) if ids else {}
 
 
 @dataclass(frozen=True)
@@ -78,11 +95,17 @@ async def table(conn: Any, game_id: int) -> Table | None:
     return None if row is None else Table(int(row[0]), row[1])
 
 
+GAMES_SQL = "SELECT g.slug, g.id FROM card_tables t JOIN games g ON g.id = t.game_id ORDER BY g.slug"
+
+
 async def games_with_cards(conn: Any) -> list[str]:
-    cur = await conn.execute(
-        "SELECT g.slug FROM card_tables t JOIN games g ON g.id = t.game_id ORDER BY g.slug"
-    )
+    cur = await conn.execute(GAMES_SQL)
     return [r[0] for r in await cur.fetchall()]
+
+
+def games_with_cards_sync(conn: Any) -> dict[str, int]:
+    """Slug -> game id of every game with a loaded card table, over a blocking connection."""
+    return {r[0]: int(r[1]) for r in conn.execute(GAMES_SQL).fetchall()}
 
 
 async def search(conn: Any, game_id: int, typed: str, limit: int = 10) -> list[CardHit]:

@@ -370,3 +370,31 @@ def test_fusion_reads_a_reloaded_table_after_its_ttl(tmp_path: Path) -> None:
             assert [c.name for c in fuse(m.addr["fusion"], question).cards] == ["Fresh Card", "Iron Golem"]
         finally:
             m.close()
+
+
+def test_the_question_tower_trains_on_the_card_lane_the_dense_arm_embeds(mesh: Mesh, url: str) -> None:
+    """The tower's card-lane rows are built as served: the cards fusion names and searches, their text as
+    fusion writes it, the lane's text as the dense arm embeds it."""
+    from rulesage.core.cards import search_text
+    from rulesage.v1 import arm_pb2, arm_pb2_grpc
+    from training.query.data import cards_lanes
+    from training.questions import Question
+
+    res = fuse(mesh.addr["fusion"], QUESTION)
+    cards_text = search_text((c.name, c.type_line, c.oracle) for c in res.cards if c.searched)
+    with grpc.insecure_channel(mesh.addr["dense"]) as ch:
+        embedded = arm_pb2_grpc.EmbedderStub(ch).Embed(
+            arm_pb2.EmbedRequest(question=QUESTION, game="duel", cards_text=cards_text), timeout=30
+        )
+    served = {v.lane: v.text for v in embedded.vectors}
+
+    def asked(game: str, text: str) -> Question:
+        return Question(game, "rules", None, "a quote", text, "questions")
+
+    plain = "Who goes first in a duel?"
+    with psycopg.connect(url) as conn:
+        built = cards_lanes(
+            conn, [asked("duel", QUESTION), asked("duel", plain), asked("solitaire-golf", QUESTION)]
+        )
+    assert built == {QUESTION: served["dense.cards"]}
+    assert "Target creature gets -4/-4 until end of turn." in built[QUESTION]

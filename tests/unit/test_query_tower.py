@@ -121,6 +121,22 @@ def test_the_held_out_measure_counts_any_answering_passage_of_the_family() -> No
     assert figures(found) == {"questions": 3, "recall_at_8": 1.0, "mrr_at_10": 0.833, "recall_at_80": 1.0}
 
 
+def test_the_held_out_measure_keeps_the_card_lanes_apart_from_the_questions_as_asked() -> None:
+    from training.query.measure import by_lane
+
+    rows = [
+        {"public": True, "lane": "dense"},
+        {"public": True, "lane": "dense.cards"},
+        {"public": False, "lane": "dense"},
+        {"public": False},  # rows written before the lanes were: the question as asked
+    ]
+    out = by_lane([1, 2, None, 4], rows)
+    assert out["all"] == {"questions": 3, "recall_at_8": 0.667, "mrr_at_10": 0.417, "recall_at_80": 0.667}
+    assert out["real_posts"]["questions"] == 1 and out["real_posts"]["mrr_at_10"] == 1.0
+    assert out["cards_lane"] == {"questions": 1, "recall_at_8": 1.0, "mrr_at_10": 0.5, "recall_at_80": 1.0}
+    assert "cards_lane" not in by_lane([1], rows[:1])
+
+
 def test_the_tower_recipe_takes_its_options_from_the_command_line() -> None:
     from rulesage.cli import TRAINABLE
     from training.query.cli import parse

@@ -34,6 +34,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--out", default=None, help="where the weights and card go (default rulesage/encoder/query)"
     )
+    p.add_argument(
+        "--card-lanes",
+        action="store_true",
+        help="questions naming cards also train on their card lane (the question and what the cards say)",
+    )
     p.add_argument("--fresh", action="store_true", help="drop the work folder's data and checkpoints first")
     p.add_argument("--no-ship", action="store_true", help="train and measure only")
     p.add_argument(
@@ -63,7 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     from training.query.data import build
 
-    counts = kept(data_dir / "counts.json", lambda: build(args.questions, data_dir))
+    counts = kept(
+        data_dir / "counts.json", lambda: build(args.questions, data_dir, card_lanes=args.card_lanes)
+    )
+    lanes = counts.get("lanes", ["dense"])
+    if lanes != (["dense", "dense.cards"] if args.card_lanes else ["dense"]):
+        raise SystemExit(f"{data_dir} holds rows of the lanes {lanes}: name another --work, or --fresh")
     log.info("rows: %s, bank: %s", counts["rows"], counts["bank"])
     from training.query.recipe import train
 

@@ -5,8 +5,13 @@ family by family through ``training.pool.FamilyIndex``): the tower learns to rea
 and the passages are never embedded again. A row is a training question (data/questions/questions-*.jsonl,
 kept by ``training.questions.answered`` with the evaluation guard inside, as every recipe's rows are), the
 bank row of the passage that answers it (``label``), the other bank rows that hold its quote or print its
-rule too (``also``: never counted as wrong), and whether it is a real player's post (``public``). Splits are
-``split_of``'s.
+rule too (``also``: never counted as wrong), whether it is a real player's post (``public``) and which of the
+question's search lanes the anchor is (``lane``). Splits are ``split_of``'s.
+
+With ``card_lanes`` the tower also reads the lane the dense arm embeds for a question naming cards: for a
+game with a card table such a question also searches as "dense.cards", the question followed by what its
+first cards say (``rulesage.core.cards.search_text``). It gets a second row whose anchor is that lane's
+text, built by the served code from the table as the fusion service reads it, with the same answer.
 """
 
 from __future__ import annotations
@@ -26,9 +31,10 @@ class WrongSpace(RuntimeError):
     """The database's vectors are not the shipped passage tower's: a tower trained on them reads nothing."""
 
 
-def build(pattern: str, out: Path, val_share: float = VAL_SHARE) -> dict[str, Any]:
+def build(pattern: str, out: Path, val_share: float = VAL_SHARE, card_lanes: bool = False) -> dict[str, Any]:
     """Write bank.npy, bank.json (each bank row's passage id and family), train.jsonl and val.jsonl under
-    ``out``; return the counts and digests."""
+    ``out``; return the counts and digests. ``card_lanes``: questions naming cards get their card lane's row
+    too."""
     from rulesage import db
     from rulesage.embed import identity
     from rulesage.ingest.store import active_space
@@ -55,17 +61,21 @@ def build(pattern: str, out: Path, val_share: float = VAL_SHARE) -> dict[str, An
     rows: dict[str, list[dict[str, Any]]] = {"train": [], "val": []}
     questions = load_questions(pattern)
     kept = answered(conn, questions, counts, indexes)
+    lanes = cards_lanes(conn, [q for q, *_ in kept]) if card_lanes else {}
     conn.close()
     for q, fam, pos, supporters in kept:
         base = offsets[fam]
-        rows[split_of(q, val_share)].append(
-            {
-                "anchor": q.question,
-                "label": base + pos,
-                "also": sorted(base + s for s in supporters if s != pos),
-                "public": q.public_post,
-            }
-        )
+        row = {
+            "anchor": q.question,
+            "label": base + pos,
+            "also": sorted(base + s for s in supporters if s != pos),
+            "public": q.public_post,
+        }
+        into = rows[split_of(q, val_share)]
+        into.append(row)
+        if q.question in lanes:  # the question as asked carries no "lane": it is the "dense" one
+            into.append({**row, "anchor": lanes[q.question], "lane": "dense.cards"})
+            counts["lane-dense.cards"] += 1
     out.mkdir(parents=True, exist_ok=True)
     bank = np.concatenate(vectors).astype(np.float32)
     np.save(out / "bank.npy", bank)
@@ -79,8 +89,41 @@ def build(pattern: str, out: Path, val_share: float = VAL_SHARE) -> dict[str, An
         "questions_read": len(questions),
         "outcomes": dict(counts),
         "rows": {k: len(v) for k, v in rows.items()},
-        "public_rows": {k: sum(r["public"] for r in v) for k, v in rows.items()},
+        "public_rows": {k: sum(r["public"] and "lane" not in r for r in v) for k, v in rows.items()},
+        **(
+            {
+                "lanes": ["dense", "dense.cards"],
+                "card_lane_rows": {k: sum("lane" in r for r in v) for k, v in rows.items()},
+            }
+            if card_lanes
+            else {}
+        ),
         "bank": {"passages": int(bank.shape[0]), "families": len(offsets)},
         "space": tower.model,
         "sha256": digests,
     }
+
+
+def cards_lanes(conn: Any, questions: list[Any]) -> dict[str, str]:
+    """Question text -> its "dense.cards" lane text, for the questions of games with a card table that name
+    cards: the cards matched as the fusion service matches them (``CardIndex.find``), the first
+    ``SEARCHED_CARDS`` of them searched (``search_text``), the lane built by the dense arm's ``lanes``."""
+    from rulesage.core.cards import SEARCHED_CARDS, CardIndex, search_text
+    from rulesage.store.cards import cards_sync, games_with_cards_sync, names_sync
+    from services.dense.lanes import lanes
+
+    games = games_with_cards_sync(conn)
+    indexes = {slug: CardIndex.build(names_sync(conn, gid)) for slug, gid in games.items()}
+    out: dict[str, str] = {}
+    for q in questions:
+        index = indexes.get(q.game)
+        if index is None or q.question in out:
+            continue
+        mentions = index.find(q.question)
+        found = cards_sync(conn, [m.card_id for m in mentions])
+        named = [found[m.card_id] for m in mentions if m.card_id in found][:SEARCHED_CARDS]
+        text = search_text((c.name, c.type_line, c.oracle) for c in named)
+        if text:
+            (lane,) = (ln for ln in lanes(q.question, [], text) if ln.name == "dense.cards")
+            out[q.question] = lane.text
+    return out

@@ -35,12 +35,22 @@ def figures(found: list[int | None]) -> dict[str, float | int]:
 
 
 def measure(model: Any, data: Path) -> dict[str, Any]:
-    """Figures on data/val.jsonl, all rows and the real posts among them."""
+    """Figures on data/val.jsonl: the questions as asked, the real posts among them, and the card lanes of
+    those that name cards."""
     rows = [json.loads(line) for line in (data / "val.jsonl").read_text().splitlines()]
     bank = np.load(data / "bank.npy")
     bank /= np.maximum(np.linalg.norm(bank, axis=1, keepdims=True), 1e-12)
     families = np.array([o["family"] for o in json.loads((data / "bank.json").read_text())])
     vectors = model.encode([r["anchor"] for r in rows], batch_size=32, normalize_embeddings=True)
-    found = ranks(np.asarray(vectors), rows, bank, families)
-    public = [k for k, r in zip(found, rows, strict=True) if r["public"]]
-    return {"all": figures(found), "real_posts": figures(public)}
+    return by_lane(ranks(np.asarray(vectors), rows, bank, families), rows)
+
+
+def by_lane(found: list[int | None], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The questions as asked (all, and the real posts among them) apart from their card lanes."""
+    lane = [r.get("lane", "dense") for r in rows]
+    own = [(k, r) for k, r, ln in zip(found, rows, lane, strict=True) if ln == "dense"]
+    out = {"all": figures([k for k, _ in own]), "real_posts": figures([k for k, r in own if r["public"]])}
+    cards = [k for k, ln in zip(found, lane, strict=True) if ln == "dense.cards"]
+    if cards:  # the same questions' card lanes, where they name cards
+        out["cards_lane"] = figures(cards)
+    return out

@@ -20,12 +20,12 @@ def write_card(out: Path, run: dict[str, Any], figures_path: Path = figures.FIGU
     return card
 
 
+def _figs(f: dict[str, Any]) -> str:
+    return f"{f['recall_at_8']:.3f} / {f['mrr_at_10']:.3f} / {f['recall_at_80']:.3f}"
+
+
 def _row(name: str, f: dict[str, Any]) -> str:
-    a, p = f["all"], f["real_posts"]
-    return (
-        f"| {name} | {a['recall_at_8']:.3f} / {a['mrr_at_10']:.3f} / {a['recall_at_80']:.3f} |"
-        f" {p['recall_at_8']:.3f} / {p['mrr_at_10']:.3f} / {p['recall_at_80']:.3f} |"
-    )
+    return f"| {name} | {_figs(f['all'])} | {_figs(f['real_posts'])} |"
 
 
 def card_text(run: dict[str, Any], figures_path: Path = figures.FIGURES) -> str:
@@ -62,6 +62,14 @@ def card_text(run: dict[str, Any], figures_path: Path = figures.FIGURES) -> str:
         f"- Rows: {d['rows']['train']} train ({d['public_rows']['train']} real posts, each seen"
         f" {r['public_repeat']} time(s) an epoch), {d['rows']['val']} held out"
         f" ({d['public_rows']['val']} real posts; split by quote).",
+        *(
+            [
+                f"- Of them card lanes (a question naming cards, followed by what they say, as the dense arm"
+                f" searches it): {lanes['train']} train, {lanes['val']} held out."
+            ]
+            if (lanes := d.get("card_lane_rows"))
+            else []
+        ),
         "- Dropped by the evaluation guard (every evaluation question, quote, rule and source, and"
         f" eval/reserved.py's reserved questions): {d['outcomes'].get('dropped-eval-overlap', 0)}.",
         f"- Other outcomes: {json.dumps(other)}",
@@ -74,6 +82,16 @@ def card_text(run: dict[str, Any], figures_path: Path = figures.FIGURES) -> str:
         "|---|---|---|",
         _row("the passage tower (before)", held["before"]),
         _row("this tower", held["after"]),
+        *(
+            [
+                "",
+                "The card lanes of the held-out questions that name cards"
+                f" ({held['after']['cards_lane']['questions']} rows), R@8 / MRR@10 / R@80: the passage tower"
+                f" {_figs(held['before']['cards_lane'])}, this tower {_figs(held['after']['cards_lane'])}.",
+            ]
+            if "cards_lane" in held["after"]
+            else []
+        ),
         "",
         *figures.card_section(data, TABLE),
     ]
