@@ -68,3 +68,18 @@ def test_the_held_out_measure_reads_the_served_order() -> None:
     assert (m["recall@8"], m["mrr@10"], m["real_recall@8"], m["real_mrr@10"]) == (0.5, 0.5, 1.0, 1.0)
     assert measure(pools, scores, prior=0.0)["recall@8"] == 1.0
     assert (m["questions"], m["real_posts"]) == (2, 1)
+
+
+def test_a_bare_pool_keeps_what_the_measures_read_and_drops_the_states() -> None:
+    from training.reranker.asked import figures
+    from training.reranker.blend import Pool
+
+    states = np.ones((12, 384), dtype=np.float32)
+    situated = Pool(True, [1, 2], {2}, states, [states, states], asked=states)
+    plain = Pool(False, [3, 4], {3}, states, [states, states])
+    bare = [situated.bare(), plain.bare()]
+    assert [(p.public, p.ids, p.supporters) for p in bare] == [(True, [1, 2], {2}), (False, [3, 4], {3})]
+    assert all(p.windows == [] and p.question.size == 0 for p in bare)
+    assert bare[0].asked is not None and bare[0].asked.size == 0 and bare[1].asked is None
+    scores = [np.array([0.0, 1.0]), np.array([1.0, 0.0])]
+    assert figures(bare, scores, 0.0) == figures([situated, plain], scores, 0.0)

@@ -102,15 +102,19 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     scorer = TrainedScorer(head, RuntimeOptions(threads=ns.threads, asked_weight=0.0))
-    pools = held_out_pools(Path(ns.pools), ns.questions, scorer, ns.seed, ns.candidates, asked=True)
-    log.info("%d held-out pools in %.1f min", len(pools), (time.perf_counter() - t0) / 60)
-    whole = [scorer.head_scores(p.question, p.windows)[0] for p in pools]
+    pools: list[Pool] = []
+    whole: list[np.ndarray] = []
+    by_depth: dict[int, list[tuple[np.ndarray, np.ndarray] | None]] = {d: [] for d in depths}
+    for p in held_out_pools(Path(ns.pools), ns.questions, scorer, ns.seed, ns.candidates, asked=True):
+        s = scorer.head_scores(p.question, p.windows)[0]
+        whole.append(s)
+        for d in depths:
+            by_depth[d].append(scorer.asked_scores(p.asked, p.windows, s, d) if p.asked is not None else None)
+        pools.append(p.bare())
+    log.info("%d held-out pools read in %.1f min", len(pools), (time.perf_counter() - t0) / 60)
     grid: dict[tuple[float, int], dict[str, float]] = {}
     for d in depths:
-        asked = [
-            scorer.asked_scores(p.asked, p.windows, s, d) if p.asked is not None else None
-            for p, s in zip(pools, whole, strict=True)
-        ]
+        asked = by_depth[d]
         for w in weights:
             mixed = [s if a is None else mix_asked(s, *a, w) for s, a in zip(whole, asked, strict=True)]
             grid[(w, d)] = figures(pools, mixed, scorer.prior)

@@ -26,8 +26,8 @@ import math
 import shutil
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,12 @@ class Pool:
     question: np.ndarray  # (tokens, 384)
     windows: list[np.ndarray]
     asked: np.ndarray | None = None  # the asking sentences' states, where drawn and the post has a situation
+
+    def bare(self) -> Pool:
+        """The pool without its states (what a measure reads after the heads have scored it): 759 pools of
+        48 windows hold ~14 GB of float32 states, so a caller scores each pool as it comes and keeps this."""
+        none = np.zeros((0, 0), dtype=np.float32)
+        return replace(self, question=none, windows=[], asked=None if self.asked is None else none)
 
 
 def blend_graph(a: Path, b: Path, weight: float, shift: float) -> Any:
@@ -138,38 +144,40 @@ def held_out_pools(
     seed: int,
     candidates: int | None = None,
     asked: bool = False,
-) -> list[Pool]:
-    """The held-out split's served pools with the states the heads read when served: ``scorer``'s own
-    encoder half, one window a run and stored as int8 (``TrainedScorer.fill_states``), the question cut as
-    served. The search encoder's states, or batched ones, would score the heads on states they never see.
-    The window states ingest stored for this encoder half are read back where they still match the text
-    (``services.rerank.states.usable``, as the service reads them); only the rest are encoded.
-    ``candidates``: each pool's first so many (the rerank service's ``RULESAGE_RERANK_CANDIDATES``);
-    ``asked``: draw the asking sentences' states too (``TrainedScorer.read_question``)."""
+) -> Iterator[Pool]:
+    """The held-out split's served pools, one at a time (the caller scores each and keeps ``Pool.bare``),
+    with the states the heads read when served: ``scorer``'s own encoder half, one window a run and stored
+    as int8 (``TrainedScorer.fill_states``), the question cut as served. The search encoder's states, or
+    batched ones, would score the heads on states they never see. The window states ingest stored for this
+    encoder half are read back where they still match the text (``services.rerank.states.usable``, as the
+    service reads them); only the rest are encoded. ``candidates``: each pool's first so many (the rerank
+    service's ``RULESAGE_RERANK_CANDIDATES``); ``asked``: draw the asking sentences' states too
+    (``TrainedScorer.read_question``)."""
     from rulesage import db
     from services.rerank.states import fetch_sync, usable
     from training.questions import build_groups, load_questions
     from training.reranker.pools import load_pools
 
     conn = db.connect(autocommit=True)
-    served_pools = load_pools(pools_file)
-    depth = max((len(v) for v in served_pools.values()), default=48)
-    groups, counts, indexes = build_groups(
-        conn, load_questions(questions), 15, 0, seed, pool_depth=depth, pools=served_pools
-    )
-    log.info("groups: %s", dict(counts))
-    out = []
-    for g in (g for g in groups if g.split == "val"):
-        index = indexes[g.family_id]
-        ids = list(g.pool)[:candidates]
-        texts = [index.passages[i].text for i in ids]
-        stored = fetch_sync(conn, ids)
-        windows, _ = scorer.fill_states(
-            texts, [usable(stored.get(i), scorer.states_key, t) for i, t in zip(ids, texts, strict=True)]
+    try:
+        served_pools = load_pools(pools_file)
+        depth = max((len(v) for v in served_pools.values()), default=48)
+        groups, counts, indexes = build_groups(
+            conn, load_questions(questions), 15, 0, seed, pool_depth=depth, pools=served_pools
         )
-        read = scorer.read_question(g.question, asked=asked)
-        out.append(Pool(g.public, ids, set(g.supporters), read.whole, windows, read.asked))
-    return out
+        log.info("groups: %s", dict(counts))
+        for g in (g for g in groups if g.split == "val"):
+            index = indexes[g.family_id]
+            ids = list(g.pool)[:candidates]
+            texts = [index.passages[i].text for i in ids]
+            stored = fetch_sync(conn, ids)
+            windows, _ = scorer.fill_states(
+                texts, [usable(stored.get(i), scorer.states_key, t) for i, t in zip(ids, texts, strict=True)]
+            )
+            read = scorer.read_question(g.question, asked=asked)
+            yield Pool(g.public, ids, set(g.supporters), read.whole, windows, read.asked)
+    finally:
+        conn.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,10 +207,14 @@ def main(argv: list[str] | None = None) -> int:
     sa, sb = (TrainedScorer(path, RuntimeOptions(threads=ns.threads)) for path in (a, b))
     if sa.states_key != sb.states_key:
         raise SystemExit(f"{a} and {b} run different encoders: their heads cannot share one encoder pass")
-    pools = held_out_pools(Path(ns.pools), ns.questions, sa, ns.seed)
-    log.info("%d held-out pools in %.1f min", len(pools), (time.perf_counter() - t0) / 60)
-    scores_a = [sa.head_scores(p.question, p.windows)[0].astype(np.float64) for p in pools]
-    scores_b = [sb.head_scores(p.question, p.windows)[0].astype(np.float64) for p in pools]
+    pools: list[Pool] = []
+    scores_a: list[np.ndarray] = []
+    scores_b: list[np.ndarray] = []
+    for p in held_out_pools(Path(ns.pools), ns.questions, sa, ns.seed):
+        scores_a.append(sa.head_scores(p.question, p.windows)[0].astype(np.float64))
+        scores_b.append(sb.head_scores(p.question, p.windows)[0].astype(np.float64))
+        pools.append(p.bare())
+    log.info("%d held-out pools read by both heads in %.1f min", len(pools), (time.perf_counter() - t0) / 60)
 
     def mix(w: float) -> list[np.ndarray]:
         return [w * x + (1.0 - w) * y for x, y in zip(scores_a, scores_b, strict=True)]
