@@ -11,6 +11,7 @@ import logging
 import os
 import platform
 import shlex
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, fields
@@ -158,6 +159,42 @@ def train_once(
         log.info("already trained: %d steps", done["steps"])
         return final, done
     return train()
+
+
+def add_work_options(
+    parser: argparse.ArgumentParser,
+    work: str,
+    out: str,
+    *,
+    questions: bool = True,
+    card_only: bool = True,
+    no_ship: str = "train and measure only",
+) -> None:
+    """The options every trainer command shares: the training questions (``questions``), ``--work`` (its
+    data, checkpoints and run; default ``work``), ``--out`` (where it ships; ``out`` names the default),
+    ``--fresh``, ``--no-ship`` and, for a model whose card is written from its run, ``--card-only``."""
+    if questions:
+        parser.add_argument(
+            "--questions", default="data/questions/questions-*.jsonl", help="training questions (glob)"
+        )
+    parser.add_argument("--work", default=work, help="data, checkpoints and the run (git-ignored)")
+    parser.add_argument("--out", default=None, help=f"where the weights and card go (default {out})")
+    parser.add_argument(
+        "--fresh", action="store_true", help="drop the work folder's data and checkpoints first"
+    )
+    parser.add_argument("--no-ship", action="store_true", help=no_ship)
+    if card_only:
+        parser.add_argument(
+            "--card-only", action="store_true", help="rewrite the shipped card from its run and figures"
+        )
+
+
+def work_folders(args: argparse.Namespace) -> tuple[Path, Path, Path]:
+    """``--work`` (emptied first with ``--fresh``), its data folder and its run folder."""
+    work = Path(args.work)
+    if args.fresh:
+        shutil.rmtree(work, ignore_errors=True)
+    return work, work / "data", work / "run"
 
 
 def add_recipe_options(parser: argparse.ArgumentParser, defaults: Any) -> None:

@@ -10,13 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import shutil
 import sys
 import time
 from pathlib import Path
 
 from training.encoder.recipe import Recipe
-from training.runs import add_recipe_options, recipe_options, record
+from training.runs import add_recipe_options, add_work_options, recipe_options, record, work_folders
 
 log = logging.getLogger("training.encoder")
 
@@ -26,17 +25,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
         prog="rulesage train encoder",
         description="Tune the search encoder (MiniLM-L6) on the training questions and ship it.",
     )
-    p.add_argument(
-        "--questions", default="data/questions/questions-*.jsonl", help="training questions (glob)"
-    )
-    p.add_argument("--work", default="artifacts/encoder", help="rows, checkpoints and the run (git-ignored)")
-    p.add_argument(
-        "--out", default=None, help="where the shipped weights and card go (default rulesage/encoder)"
-    )
-    p.add_argument("--fresh", action="store_true", help="drop the work folder's rows and checkpoints first")
-    p.add_argument("--no-ship", action="store_true", help="train only; leave the shipped encoder alone")
-    p.add_argument(
-        "--card-only", action="store_true", help="rewrite the shipped card from its run and figures"
+    add_work_options(
+        p, "artifacts/encoder", "rulesage/encoder", no_ship="train only; leave the shipped encoder alone"
     )
     add_recipe_options(p, Recipe())
     return p.parse_args(argv)
@@ -56,10 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         print(ship.write_card(out, run))
         return 0
     recipe = Recipe(**recipe_options(args, Recipe))
-    work = Path(args.work)
-    if args.fresh:
-        shutil.rmtree(work, ignore_errors=True)
-    data_dir, run_dir = work / "data", work / "run"
+    _, data_dir, run_dir = work_folders(args)
     started = time.perf_counter()
     from training.encoder.data import build
     from training.runs import kept

@@ -11,13 +11,20 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import shutil
 import sys
 import time
 from pathlib import Path
 
 from training.query.recipe import Recipe
-from training.runs import add_recipe_options, kept, recipe_options, record, train_once
+from training.runs import (
+    add_recipe_options,
+    add_work_options,
+    kept,
+    recipe_options,
+    record,
+    train_once,
+    work_folders,
+)
 
 log = logging.getLogger("training.query")
 
@@ -27,22 +34,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
         prog="rulesage train query-tower",
         description="Tune the question tower against the shipped passage tower's stored vectors and ship it.",
     )
-    p.add_argument(
-        "--questions", default="data/questions/questions-*.jsonl", help="training questions (glob)"
-    )
-    p.add_argument("--work", default="artifacts/query", help="data, checkpoints and the run (git-ignored)")
-    p.add_argument(
-        "--out", default=None, help="where the weights and card go (default rulesage/encoder/query)"
-    )
+    add_work_options(p, "artifacts/query", "rulesage/encoder/query")
     p.add_argument(
         "--card-lanes",
         action="store_true",
         help="questions naming cards also train on their card lane (the question and what the cards say)",
-    )
-    p.add_argument("--fresh", action="store_true", help="drop the work folder's data and checkpoints first")
-    p.add_argument("--no-ship", action="store_true", help="train and measure only")
-    p.add_argument(
-        "--card-only", action="store_true", help="rewrite the shipped card from its run and figures"
     )
     add_recipe_options(p, Recipe())
     return p.parse_args(argv)
@@ -61,10 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         print(ship.write_card(out, json.loads((out / "run.json").read_text())))
         return 0
     recipe = Recipe(**recipe_options(args, Recipe))
-    work = Path(args.work)
-    if args.fresh:
-        shutil.rmtree(work, ignore_errors=True)
-    data_dir, run_dir = work / "data", work / "run"
+    _, data_dir, run_dir = work_folders(args)
     started = time.perf_counter()
     from training.query.data import build
 

@@ -12,13 +12,19 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 from training.reader.recipe import Recipe
-from training.runs import add_recipe_options, recipe_options, record, train_once
+from training.runs import (
+    add_recipe_options,
+    add_work_options,
+    recipe_options,
+    record,
+    train_once,
+    work_folders,
+)
 
 log = logging.getLogger("training.reader")
 
@@ -28,18 +34,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         prog="rulesage train reader",
         description="Train the cross reader (a truncated cross-encoder on the tuned encoder) and ship it.",
     )
-    p.add_argument(
-        "--questions", default="data/questions/questions-*.jsonl", help="training questions (glob)"
-    )
-    p.add_argument("--work", default="artifacts/reader", help="rows, checkpoints and the run (git-ignored)")
-    p.add_argument(
-        "--out",
-        default=None,
-        help="where the shipped weights and card go (default services/rerank/model/reader)",
-    )
-    p.add_argument("--fresh", action="store_true", help="drop the work folder's rows and checkpoints first")
-    p.add_argument("--no-ship", action="store_true", help="train and measure only")
-    p.add_argument("--card-only", action="store_true", help="rewrite the shipped card from its run")
+    add_work_options(p, "artifacts/reader", "services/rerank/model/reader")
     p.add_argument(
         "--held-out", type=int, default=400, help="held-out questions the depth/prior are chosen on"
     )
@@ -61,10 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         print(ship.write_card(out, json.loads((out / "run.json").read_text())))
         return 0
     recipe = Recipe(**recipe_options(args, Recipe))
-    work = Path(args.work)
-    if args.fresh:
-        shutil.rmtree(work, ignore_errors=True)
-    data_dir, run_dir = work / "data", work / "run"
+    work, data_dir, run_dir = work_folders(args)
     from training.reader.data import build
     from training.reader.measure import beats_head, choose, measure
     from training.reader.recipe import train

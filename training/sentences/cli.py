@@ -11,14 +11,20 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from training.reader.recipe import Recipe
-from training.runs import add_recipe_options, recipe_options, record, train_once
+from training.runs import (
+    add_recipe_options,
+    add_work_options,
+    recipe_options,
+    record,
+    train_once,
+    work_folders,
+)
 
 log = logging.getLogger("training.sentences")
 
@@ -32,10 +38,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
         description="Train the sentence reader (a truncated cross-encoder over question/sentence pairs).",
     )
     p.add_argument("--asks", required=True, help="what `rulesage train answerer-asks` wrote")
-    p.add_argument("--work", default="artifacts/sentences", help="rows, checkpoints, the run (git-ignored)")
-    p.add_argument("--out", default=None, help="where it ships (default services/answer/model/sentences)")
-    p.add_argument("--fresh", action="store_true", help="drop the work folder's rows and checkpoints first")
-    p.add_argument("--no-ship", action="store_true", help="train and measure only")
+    add_work_options(
+        p, "artifacts/sentences", "services/answer/model/sentences", questions=False, card_only=False
+    )
     add_recipe_options(p, DEFAULTS)
     return p.parse_args(argv)
 
@@ -50,10 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     out = Path(args.out) if args.out else SENTENCES_DIR
     recipe = replace(DEFAULTS, **recipe_options(args, Recipe))
-    work = Path(args.work)
-    if args.fresh:
-        shutil.rmtree(work, ignore_errors=True)
-    data_dir, run_dir = work / "data", work / "run"
+    work, data_dir, run_dir = work_folders(args)
     from training.reader.recipe import train
     from training.runs import kept, measured
     from training.sentences.data import build
