@@ -75,7 +75,6 @@ def build(pattern: str, out: Path, val_share: float = VAL_SHARE, card_lanes: boo
         into.append(row)
         if q.question in lanes:  # the question as asked carries no "lane": it is the "dense" one
             into.append({**row, "anchor": lanes[q.question], "lane": "dense.cards"})
-            counts["lane-dense.cards"] += 1
     out.mkdir(parents=True, exist_ok=True)
     bank = np.concatenate(vectors).astype(np.float32)
     np.save(out / "bank.npy", bank)
