@@ -43,12 +43,12 @@ RUN pip install ".[export]" \
  && rulesage --help > /dev/null
 
 # Export the encoders to ONNX (fp32) in the state folder at build time, so no pod needs torch at start-up:
-# the tuned search encoder (the shared embedder) and its question tower when one is shipped (exported at the
-# first question), MiniLM off the shelf (the doorman's screen and the
+# the tuned search encoder (the shared embedder) and its question and card towers when they are shipped
+# (exported at the first question), MiniLM off the shelf (the doorman's screen and the
 # reranker's trainer read it), and the cross reader and the sentence reader when they are shipped. Kubernetes pods copy these into
 # their writable emptyDir state (see k8s/base).
 RUN RULESAGE_STATE_DIR=/var/lib/rulesage \
-    python -c "from rulesage.embed import shared_embedder; shared_embedder().embed_questions(['export'])" \
+    python -c "from rulesage.embed import shared_embedder; shared_embedder().embed_questions(['export']); shared_embedder().embed_questions(['export'], kind='cards')" \
  && RULESAGE_STATE_DIR=/var/lib/rulesage \
     python -c "from rulesage.embed import Embedder; Embedder(encoder='minilm')" \
  && RULESAGE_STATE_DIR=/var/lib/rulesage \

@@ -223,6 +223,10 @@ TRAINABLE = {
         "training.query.cli:main",
         "the question tower: the encoder tuned again to read questions against the stored passage vectors",
     ),
+    "card-tower": (
+        "training.query.cli:card_main",
+        "the card tower: the question tower trained on the card lanes too, read on them alone",
+    ),
     "reranker": ("training.reranker:main", "the careful reader's head over the encoder's window states"),
     "reranker-pools": (
         "training.reranker.pools:main",

@@ -41,7 +41,8 @@ MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 TUNED_NAME = "rulesage/search-encoder"  # all-MiniLM-L6-v2 tuned on our books
 TUNED_DIR = Path(__file__).parent / "encoder"
 QUERY_DIR = TUNED_DIR / "query"  # the question tower: reads a player's question against TUNED_DIR's vectors
-QUERY_SETTINGS = ("tuned", "shared")  # RULESAGE_QUERY_ENCODER, or a folder holding a candidate tower
+CARD_DIR = TUNED_DIR / "query-cards"  # the card tower: reads a question's card lane against the same vectors
+QUERY_SETTINGS = ("tuned", "shared")  # RULESAGE_QUERY_ENCODER, RULESAGE_CARD_TOWER, or a candidate's folder
 ENCODERS = ("tuned", "minilm")
 DIM = 384
 MAX_TOKENS = 256
@@ -198,31 +199,44 @@ def configured_query_tower(encoder: str) -> Path | None:
 
     A tower is trained against one passage tower's stored vectors and reads nothing else: its run.json names
     that tower's weights (sha256), and a tower trained against other weights is refused, never served."""
-    setting = os.environ.get("RULESAGE_QUERY_ENCODER", "tuned")
+    return _configured_tower("RULESAGE_QUERY_ENCODER", QUERY_DIR, encoder, "rulesage train query-tower")
+
+
+def configured_card_tower(encoder: str) -> Path | None:
+    """The folder of the card tower, which reads a question's card lane ("dense.cards": the question followed
+    by what the cards it names say), or None when the question's own tower reads that lane too.
+    RULESAGE_CARD_TOWER: ``tuned`` (the default: the shipped one, ``rulesage/encoder/query-cards/``, when it
+    is there), ``shared`` (the question tower reads the card lane: the before), or a candidate's folder. It is
+    checked as the question tower is: trained against the shipped passage tower's vectors, or refused."""
+    return _configured_tower("RULESAGE_CARD_TOWER", CARD_DIR, encoder, "rulesage train card-tower")
+
+
+def _configured_tower(env: str, shipped: Path, encoder: str, rebuild: str) -> Path | None:
+    setting = os.environ.get(env, "tuned")
     if setting not in QUERY_SETTINGS and os.environ.get("RULESAGE_ENCODER", "tuned") != "tuned":
         raise ValueError(
-            f"the question tower {setting} reads the tuned encoder's passage vectors, but RULESAGE_ENCODER"
-            " is not `tuned`: set RULESAGE_QUERY_ENCODER=shared"
+            f"the tower {setting} reads the tuned encoder's passage vectors, but RULESAGE_ENCODER"
+            f" is not `tuned`: set {env}=shared"
         )
     if setting == "shared" or encoder != "tuned":  # a tower reads only against the tuned passage vectors
         return None
     if setting == "tuned":
-        if not (QUERY_DIR / "model.safetensors").is_file():
+        if not (shipped / "model.safetensors").is_file():
             return None
-        folder = QUERY_DIR
+        folder = shipped
     else:
         folder = Path(setting)
         if not (folder / "model.safetensors").is_file() or not (folder / "run.json").is_file():
             raise ValueError(
-                f"RULESAGE_QUERY_ENCODER must be one of {', '.join(QUERY_SETTINGS)} or a folder holding a"
-                f" question tower (model.safetensors and run.json), not {setting!r}"
+                f"{env} must be one of {', '.join(QUERY_SETTINGS)} or a folder holding a"
+                f" tower (model.safetensors and run.json), not {setting!r}"
             )
     trained_against = str(json.loads((folder / "run.json").read_text()).get("passage_tower_sha256", ""))
     if trained_against[:12] != _weights_sha("tuned"):
         raise ValueError(
-            f"the question tower {folder} was trained against the passage tower"
+            f"the tower {folder} was trained against the passage tower"
             f" {trained_against[:12] or '?'}, not the shipped {_weights_sha('tuned')}: retrain it"
-            " (`rulesage train query-tower`) or set RULESAGE_QUERY_ENCODER=shared"
+            f" (`{rebuild}`) or set {env}=shared"
         )
     return folder
 
@@ -305,29 +319,49 @@ class Embedder:
         # wrong setting stops the service at start, and loaded by ``question_graph``, so a process that
         # never searches (ingest, the reader) never holds it. The stored vectors' identity stays the
         # passage tower's, which drew them.
-        self._tower = configured_query_tower(self.encoder)
+        # The card tower reads a question's card lane the same way, when one is configured.
         self._tower_opts = opts
-        self._question_session: Any = None if self._tower else self.session
-        self._tower_sha = _tower_sha(self._tower) if self._tower else ""
-        self.question_model = self.identity.model + (f"+query@{self._tower_sha}" if self._tower else "")
+        self._towers = {
+            kind: folder
+            for kind, folder in (
+                ("question", configured_query_tower(self.encoder)),
+                ("cards", configured_card_tower(self.encoder)),
+            )
+            if folder is not None
+        }
+        self._tower_sessions: dict[str, Any] = {}
+        # The model that drew the question's own vector (``Embed``'s model: prior rulings are compared only
+        # with questions read by the same one), and the one that drew its card lane.
+        shas = {kind: _tower_sha(folder) for kind, folder in self._towers.items()}
+        self.question_model = self.identity.model + (
+            f"+query@{shas['question']}" if "question" in shas else ""
+        )
+        self.card_model = self.identity.model + (
+            f"+cards@{shas['cards']}" if "cards" in shas else self.question_model[len(self.identity.model) :]
+        )
 
-    def question_graph(self) -> Any:
-        """The session that reads a player's question: the tower's (exported on first use) or the passage
-        tower's. A service that embeds questions calls it at start, before it says SERVING."""
-        if self._question_session is None:
+    def question_graph(self, kind: str = "question") -> Any:
+        """The session that reads a player's question (``kind`` "question") or its card lane ("cards"): the
+        tower's (exported on first use), else the question's own, else the passage tower's. A service that
+        embeds questions calls it for both at start, before it says SERVING."""
+        if kind == "cards" and kind not in self._towers:
+            kind = "question"
+        if kind not in self._towers:
+            return self.session
+        if kind not in self._tower_sessions:
             import onnxruntime as ort
 
-            assert self._tower is not None
-            sha = self._tower_sha
+            folder = self._towers[kind]
+            sha = _tower_sha(folder)
             with _export_lock:  # one export and one session, however many threads ask first
-                if self._question_session is None:
+                if kind not in self._tower_sessions:
                     graph = _export(
-                        self._tower, models_dir(), lambda v: f"search-query-{sha}-{v}.onnx", self.variant
+                        folder, models_dir(), lambda v: f"search-query-{sha}-{v}.onnx", self.variant
                     )
-                    self._question_session = ort.InferenceSession(
+                    self._tower_sessions[kind] = ort.InferenceSession(
                         str(graph), self._tower_opts, providers=["CPUExecutionProvider"]
                     )
-        return self._question_session
+        return self._tower_sessions[kind]
 
     # -- token windows -----------------------------------------------------------------------------------
     def token_count(self, text: str) -> int:
@@ -378,10 +412,13 @@ class Embedder:
         by default a few lanes of one ask."""
         return self._queries(texts, batch, self.session)
 
-    def embed_questions(self, texts: list[str], batch: int | None = None) -> np.ndarray:
+    def embed_questions(
+        self, texts: list[str], batch: int | None = None, kind: str = "question"
+    ) -> np.ndarray:
         """The search lanes of a player's question, drawn by the question tower when one is configured
-        (``configured_query_tower``), else as ``embed_queries``."""
-        return self._queries(texts, batch, self.question_graph())
+        (``configured_query_tower``), else as ``embed_queries``; with ``kind`` "cards", card lanes, drawn by
+        the card tower when one is configured (``configured_card_tower``), else as the question's lanes."""
+        return self._queries(texts, batch, self.question_graph(kind))
 
     def _queries(self, texts: list[str], batch: int | None, session: Any) -> np.ndarray:
         wins = [self._windows(QUERY_PREFIX + t)[0] for t in texts]

@@ -39,6 +39,7 @@ TARGETS = (
     "README.md",
     "rulesage/encoder/MODEL_CARD.md",
     "rulesage/encoder/query/MODEL_CARD.md",
+    "rulesage/encoder/query-cards/MODEL_CARD.md",
     "services/rerank/model/MODEL_CARD.md",
     "services/answer/model/MODEL_CARD.md",
     "rulesage/eval/gate.toml",

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+CARDS_LANE = "dense.cards"
+
 
 @dataclass(frozen=True)
 class Alias:
@@ -49,7 +51,7 @@ def lanes(question: str, matches: list[Alias], cards_text: str = "", asked: str 
     """The question's lanes; with ``cards_text`` (what the cards it names say) one more, "dense.cards", and
     with ``asked`` (the question's asking sentences) one more, "dense.asked". The question's own lane stays
     first (the one the aisle and the prior rulings read when no alias matched)."""
-    extra = [Lane("dense.cards", f"{question} {cards_text}")] if cards_text else []
+    extra = [Lane(CARDS_LANE, f"{question} {cards_text}")] if cards_text else []
     if asked:
         extra.append(Lane("dense.asked", asked))
     if not matches:

@@ -36,6 +36,19 @@ class DenseSettings(CommonSettings):
     rulesage_rulings_depth: int = Field(40, ge=1, le=RULING_NEIGHBOURS)
 
 
+def embed_lanes(embedder: Embedder, lanes: list[lanes_mod.Lane]) -> list[np.ndarray]:
+    """One vector per lane, in order: the card lane read by the card tower (the question tower when none is
+    configured), the others by the question tower."""
+    out: list[np.ndarray | None] = [None] * len(lanes)
+    for kind in ("question", "cards"):
+        at = [i for i, ln in enumerate(lanes) if (ln.name == lanes_mod.CARDS_LANE) == (kind == "cards")]
+        if at:
+            vecs = embedder.embed_questions([lanes[i].text for i in at], kind=kind)
+            for i, v in zip(at, vecs, strict=True):
+                out[i] = v
+    return [v for v in out if v is not None]
+
+
 class DenseService(DbService, arm_pb2_grpc.ArmServicer, arm_pb2_grpc.EmbedderServicer):
     name = "dense"
     service_names = (
@@ -57,8 +70,9 @@ class DenseService(DbService, arm_pb2_grpc.ArmServicer, arm_pb2_grpc.EmbedderSer
         await super().start()
         # loading (and on first use exporting) the model happens before the service says SERVING
         self.embedder = await asyncio.to_thread(shared_embedder)
-        # and the question tower's graph, exported on first use: never on a player's first question
-        await asyncio.to_thread(self.embedder.question_graph)
+        # and the towers' graphs, exported on first use: never on a player's first question
+        await asyncio.to_thread(self.embedder.question_graph, "question")
+        await asyncio.to_thread(self.embedder.question_graph, "cards")
         async with self.pool.connection() as conn:
             cur = await conn.execute("SELECT model FROM embedding_space WHERE active")
             row = await cur.fetchone()
@@ -95,8 +109,10 @@ class DenseService(DbService, arm_pb2_grpc.ArmServicer, arm_pb2_grpc.EmbedderSer
                 span.set_attribute("aliases.matched", len(matches))
         asked = (asked_only(question) or "") if self.dense_settings.rulesage_asked_lane else ""
         lanes = lanes_mod.lanes(question, matches, request.cards_text.strip(), asked)
-        with timings.stage("dense.embed", lanes=len(lanes)):
-            vecs = await asyncio.to_thread(self.embedder.embed_questions, [ln.text for ln in lanes])
+        with timings.stage("dense.embed", lanes=len(lanes)) as span:
+            vecs = await asyncio.to_thread(embed_lanes, self.embedder, lanes)
+            if any(ln.name == lanes_mod.CARDS_LANE for ln in lanes):
+                span.set_attribute("embed.cards_model", self.embedder.card_model)
         return arm_pb2.EmbedResult(
             vectors=[
                 arm_pb2.Vector(lane=ln.name, text=ln.text, values=v.tolist())

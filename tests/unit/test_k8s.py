@@ -914,6 +914,7 @@ def test_dockerfile_follows_the_build_contract() -> None:
     assert "torch==2.13.0" in pyproject["project"]["optional-dependencies"]["export"]
     assert "rulesage[export]" in pyproject["project"]["optional-dependencies"]["train"]
     assert "from rulesage.embed import shared_embedder; shared_embedder()" in runs
+    assert "embed_questions(['export'], kind='cards')" in runs  # the card tower's graph too
     assert f"RULESAGE_STATE_DIR={STATE_DIR}" in runs
 
     final = all_stages[-1]

