@@ -332,13 +332,12 @@ class Embedder:
         self._tower_sessions: dict[str, Any] = {}
         # The model that drew the question's own vector (``Embed``'s model: prior rulings are compared only
         # with questions read by the same one), and the one that drew its card lane.
-        shas = {kind: _tower_sha(folder) for kind, folder in self._towers.items()}
-        self.question_model = self.identity.model + (
-            f"+query@{shas['question']}" if "question" in shas else ""
-        )
-        self.card_model = self.identity.model + (
-            f"+cards@{shas['cards']}" if "cards" in shas else self.question_model[len(self.identity.model) :]
-        )
+        tags = {
+            kind: f"+{'query' if kind == 'question' else kind}@{_tower_sha(folder)}"
+            for kind, folder in self._towers.items()
+        }
+        self.question_model = self.identity.model + tags.get("question", "")
+        self.card_model = self.identity.model + tags.get("cards", tags.get("question", ""))
 
     def question_graph(self, kind: str = "question") -> Any:
         """The session that reads a player's question (``kind`` "question") or its card lane ("cards"): the

@@ -39,14 +39,12 @@ class DenseSettings(CommonSettings):
 def embed_lanes(embedder: Embedder, lanes: list[lanes_mod.Lane]) -> list[np.ndarray]:
     """One vector per lane, in order: the card lane read by the card tower (the question tower when none is
     configured), the others by the question tower."""
-    out: list[np.ndarray | None] = [None] * len(lanes)
-    for kind in ("question", "cards"):
-        at = [i for i, ln in enumerate(lanes) if (ln.name == lanes_mod.CARDS_LANE) == (kind == "cards")]
-        if at:
-            vecs = embedder.embed_questions([lanes[i].text for i in at], kind=kind)
-            for i, v in zip(at, vecs, strict=True):
-                out[i] = v
-    return [v for v in out if v is not None]
+    kinds = ["cards" if ln.name == lanes_mod.CARDS_LANE else "question" for ln in lanes]
+    by_lane: dict[int, np.ndarray] = {}
+    for kind in dict.fromkeys(kinds):  # each tower once, in lane order
+        at = [i for i, k in enumerate(kinds) if k == kind]
+        by_lane.update(zip(at, embedder.embed_questions([lanes[i].text for i in at], kind=kind), strict=True))
+    return [by_lane[i] for i in range(len(lanes))]
 
 
 class DenseService(DbService, arm_pb2_grpc.ArmServicer, arm_pb2_grpc.EmbedderServicer):
