@@ -201,6 +201,18 @@ class TrainedScorer:
         encoder, head = halves(path, ENCODER_HALF, HEAD_HALF)
         self.encoder = session(encoder.SerializeToString(), opts)
         self.head = session(head.SerializeToString(), opts)
+        # a question tower (the encoder with its top layers trained beside the head) reads the question; the
+        # windows keep the frozen encoder half, so the shelf's stored states stay valid
+        self.question_encoder = self.encoder
+        tower = ""
+        if cfg.get("question_encoder"):
+            qpath = path.with_name(str(cfg["question_encoder"]))
+            if not qpath.is_file():
+                raise FileNotFoundError(
+                    f"{path.name}'s reranker.json names a question tower {qpath} that is missing"
+                )
+            self.question_encoder = session(qpath, opts)
+            tower = f"+question@{sha256_file(qpath)[:12]}"
         self.opts = opts
         self.prior = float(cfg.get("fused_prior", 0.0))
         # A post tells its situation first and asks last; the head reads the whole post (cut head + tail) and,
@@ -218,14 +230,14 @@ class TrainedScorer:
         prior = f"+fused-prior{self.prior:g}" if self.prior else ""
         asked = f"+asked{self.asked_weight:g}@{self.asked_depth}" if self.asked_weight else ""
         sha = sha256_file(path)[:12]  # 24 MB: hashed once at start
-        self.identity = f"{path.name}@{sha}{prior}{asked}"
+        self.identity = f"{path.name}@{sha}{tower}{prior}{asked}"
         self.states_key = states_key(path, max_tokens, graph_sha(encoder))
 
-    def _encode(self, rows: Sequence[Sequence[int]]) -> list[np.ndarray]:
-        """One row per run. The int8 graph quantises activations with one scale per run, so in a batch a
-        window's states would depend on its batch mates (scores moved by up to 0.6); alone they depend on the
-        window only, as stored states must. It is also faster on CPU: no padding (2.6x over batches of 16,
-        160 real windows)."""
+    def _encode(self, rows: Sequence[Sequence[int]], encoder: Any = None) -> list[np.ndarray]:
+        """One row per run (through ``encoder``, the window encoder unless given). The int8 graph quantises
+        activations with one scale per run, so in a batch a window's states would depend on its batch mates
+        (scores moved by up to 0.6); alone they depend on the window only, as stored states must. It is also
+        faster on CPU: no padding (2.6x over batches of 16, 160 real windows)."""
         out = []
         for row in rows:
             ids = np.asarray([row], dtype=np.int64)
@@ -234,7 +246,8 @@ class TrainedScorer:
                 "attention_mask": np.ones_like(ids),
                 "token_type_ids": np.zeros_like(ids),
             }
-            out.append(np.ascontiguousarray(self.encoder.run(None, feeds)[0][0], dtype=np.float32))
+            graph = encoder or self.encoder
+            out.append(np.ascontiguousarray(graph.run(None, feeds)[0][0], dtype=np.float32))
         return out
 
     def window_states(self, passages: Sequence[str]) -> list[np.ndarray]:
@@ -242,7 +255,7 @@ class TrainedScorer:
         return self._encode(self.tokens.windows(passages))
 
     def question_states(self, question: str) -> np.ndarray:
-        return self._encode([self.tokens.question(question)])[0]
+        return self._encode([self.tokens.question(question)], self.question_encoder)[0]
 
     def read_question(self, question: str, asked: bool | None = None) -> QuestionStates:
         """The question's states for ``read_scores``: the whole post's, and its asking sentences' when the

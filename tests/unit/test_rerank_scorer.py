@@ -165,3 +165,39 @@ def test_the_asking_sentences_reread_only_the_first_candidates(tmp_path: Path) -
 def test_the_asked_weight_is_range_checked() -> None:
     with pytest.raises(ValueError, match="asked_weight"):
         TrainedScorer(MODEL_FILE, RuntimeOptions(threads=1, asked_weight=1.5))
+
+
+def _negated_encoder(path: Path) -> None:
+    """A stand-in question tower: the frozen encoder half with its states negated (a graph that reads the
+    question differently from the windows' encoder, as a tuned tower does)."""
+    import onnx
+    from onnx import helper
+
+    from services.rerank.scorer import ENCODER_HALF, halves
+
+    (encoder,) = halves(MODEL_FILE, ENCODER_HALF)
+    for node in encoder.graph.node:
+        node.output[:] = ["raw_states" if o == "last_hidden_state" else o for o in node.output]
+    encoder.graph.node.append(helper.make_node("Neg", ["raw_states"], ["last_hidden_state"]))
+    onnx.save(encoder, str(path))
+
+
+def test_a_question_tower_reads_the_question_and_the_frozen_encoder_the_windows(tmp_path: Path) -> None:
+    (tmp_path / MODEL_FILE.name).symlink_to(MODEL_FILE)
+    cfg = json.loads((MODEL_FILE.parent / "reranker.json").read_text())
+    _negated_encoder(tmp_path / "question-int8.onnx")
+    (tmp_path / "reranker.json").write_text(json.dumps({**cfg, "question_encoder": "question-int8.onnx"}))
+    plain = TrainedScorer(MODEL_FILE, RuntimeOptions(threads=1))
+    tower = TrainedScorer(tmp_path / MODEL_FILE.name, RuntimeOptions(threads=1))
+    assert "+question@" in tower.identity and "+question@" not in plain.identity
+    question = "Can the robber go back onto the desert?"
+    assert np.allclose(tower.question_states(question), -plain.question_states(question), atol=1e-5)
+    # the windows still read through the frozen encoder half: the shelf's stored states stay valid
+    assert tower.states_key == plain.states_key
+    for a, b in zip(tower.window_states(PASSAGES), plain.window_states(PASSAGES), strict=True):
+        assert np.allclose(a, b)
+    assert not np.allclose(tower.score(question, PASSAGES), plain.score(question, PASSAGES))
+    # a config naming a tower that is not there fails at start, never serves the frozen question instead
+    (tmp_path / "question-int8.onnx").unlink()
+    with pytest.raises(FileNotFoundError, match="question tower"):
+        TrainedScorer(tmp_path / MODEL_FILE.name, RuntimeOptions(threads=1))

@@ -18,6 +18,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -84,6 +85,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default=1,
         help="each real player's post is trained on this many times an epoch (written questions once)",
     )
+    p.add_argument(
+        "--question-layers",
+        type=int,
+        default=0,
+        help="the encoder's top layers tuned beside the head on the question side (a question tower served"
+        " as question-int8.onnx; windows keep the frozen encoder's stored states); 0: all frozen",
+    )
+    p.add_argument("--question-lr", type=float, default=3e-5, help="learning rate of the tuned layers")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--val-share", type=float, default=VAL_SHARE)
@@ -134,7 +143,17 @@ class Trainer:
             index = indexes[g.family_id]
             keys = sorted({g.positive, *g.negatives, *g.pool})
             self.cache.add_windows([(g.family_id, i) for i in keys], [index.passages[i].text for i in keys])
-        self.q_states = self.cache.questions([g.question for g in groups])
+        self.tower = None
+        self.served: Any = None  # a TrainedScorer whose question states replace the cached ones (measuring)
+        if args.question_layers:
+            from rulesage.embed import weights_dir
+            from training.reranker.question import QuestionTower
+
+            # the head reads the tower's top layers over these (its lower layers' states, computed once)
+            self.tower = QuestionTower(weights_dir(args.base), args.question_layers)
+            self.q_states = self.tower.lower([self.cache.tokens.question(g.question) for g in groups])
+        else:
+            self.q_states = self.cache.questions([g.question for g in groups])
         log.info(
             "encoded %d windows and %d questions in %.1f min",
             len(self.cache.windows),
@@ -142,13 +161,33 @@ class Trainer:
             (time.perf_counter() - t0) / 60,
         )
 
-    def tensors(self, n: int, members: list[int]):  # type: ignore[no-untyped-def]
+    def question(self, n: int):  # type: ignore[no-untyped-def]
+        """The question's states as the head reads them, (1, L, 384): the frozen encoder's, or the tower's
+        top layers over its cached lower states (no gradient: training batches call ``questions``)."""
+        import torch
+
+        if self.served is not None:  # the question read by the served graph, as the service reads it
+            return torch.from_numpy(self.served.question_states(self.groups[n].question)).unsqueeze(0)
+        if self.tower is None:
+            return torch.from_numpy(self.q_states[n].astype(np.float32)).unsqueeze(0)
+        with torch.no_grad():
+            return self.tower.upper([self.q_states[n]])[0]
+
+    def questions(self, ns: list[int]) -> list:  # type: ignore[type-arg]
+        """A training batch's question states, one pass over the tuned layers (with their gradient)."""
+        import torch
+
+        if self.tower is None:
+            return [torch.from_numpy(self.q_states[n].astype(np.float32)).unsqueeze(0) for n in ns]
+        return self.tower.upper([self.q_states[n] for n in ns])
+
+    def tensors(self, n: int, members: list[int], q=None):  # type: ignore[no-untyped-def]
         import torch
 
         from training.reranker.features import batch_states
 
         g = self.groups[n]
-        q = torch.from_numpy(self.q_states[n].astype(np.float32)).unsqueeze(0)
+        q = self.question(n) if q is None else q
         q_mask = torch.ones(1, q.shape[1], dtype=torch.long)
         w, w_mask = batch_states([self.cache.windows[(g.family_id, i)] for i in members])
         return q, q_mask, torch.from_numpy(w), torch.from_numpy(w_mask)
@@ -212,6 +251,9 @@ class Trainer:
                 ranks.setdefault(name, []).append(first)
         return summarise(hits, ranks, sum(g.split == "val" for g in self.groups), pool_hits, depth)
 
+    def tower_state(self) -> dict:  # type: ignore[type-arg]
+        return copy.deepcopy(self.tower.state_dict()) if self.tower is not None else {}
+
     def fit(self):  # type: ignore[no-untyped-def]
         import torch
 
@@ -219,7 +261,11 @@ class Trainer:
 
         args = self.args
         head = Head(hidden=args.hidden, dropout=args.dropout)
-        opt = torch.optim.AdamW(head.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+        groups = [{"params": list(head.parameters()), "lr": args.lr}]
+        if self.tower is not None:
+            groups.append({"params": self.tower.trained(), "lr": args.question_lr})
+        opt = torch.optim.AdamW(groups, weight_decay=args.weight_decay)
+        trained = [p for g in groups for p in g["params"]]
         train = [n for n, g in enumerate(self.groups) if g.split == "train"]
         # real posts are what the product is measured on; a few hundred sit among thousands of written rows
         train += [n for n in train if self.groups[n].public] * (args.public_repeat - 1)
@@ -227,7 +273,8 @@ class Trainer:
         public_val = [n for n in val if self.groups[n].public]
         rng = random.Random(args.seed)
         history = [{"epoch": 0, **self.val_metrics(head, val)}]
-        best, best_key = copy.deepcopy(head.state_dict()), (history[0]["mrr@10"], history[0]["recall@8"])
+        best_key = (history[0]["mrr@10"], history[0]["recall@8"])
+        best = (copy.deepcopy(head.state_dict()), self.tower_state())
         log.info("epoch 0 (the cosine alone): %s", history[0])
         t0 = time.perf_counter()
         for epoch in range(1, args.epochs + 1):
@@ -235,34 +282,48 @@ class Trainer:
                 log.warning("time budget %.0f min spent: stop before epoch %d", args.max_minutes, epoch)
                 break
             head.train()
+            if self.tower is not None:
+                self.tower.train()
             rng.shuffle(train)
             losses = []
             for b in range(0, len(train), args.groups_per_step):
                 opt.zero_grad()
                 batch = train[b : b + args.groups_per_step]
-                total = 0.0
-                for n in batch:
+                qs = self.questions(batch)
+                batch_loss = []
+                for n, q in zip(batch, qs, strict=True):
                     g = self.groups[n]
                     members = [g.positive, *g.negatives]
-                    s, _ = head.score(*self.tensors(n, members))
+                    s, _ = head.score(*self.tensors(n, members, q))
                     if args.prior_in_loss:
                         s = s - args.prior_in_loss * torch.log1p(torch.from_numpy(self.positions(n, members)))
-                    loss = torch.nn.functional.cross_entropy(s.unsqueeze(0), torch.zeros(1, dtype=torch.long))
-                    (loss / len(batch)).backward()
-                    total += float(loss) / len(batch)
-                torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
+                    target = torch.zeros(1, dtype=torch.long)
+                    loss = torch.nn.functional.cross_entropy(s.unsqueeze(0), target)
+                    if self.tower is None:  # the frozen encoder: each group's backward alone, as ever
+                        (loss / len(batch)).backward()
+                    batch_loss.append(loss.detach() if self.tower is None else loss)
+                if self.tower is not None:  # the batch's questions share one pass over the tuned layers
+                    torch.stack(batch_loss).mean().backward()
+                total = sum(float(x.detach()) / len(batch) for x in batch_loss)
+                torch.nn.utils.clip_grad_norm_(trained, 1.0)
                 opt.step()
                 losses.append(total)
             head.eval()
+            if self.tower is not None:
+                self.tower.eval()
             m = {"epoch": epoch, "loss": round(float(np.mean(losses)), 4), **self.val_metrics(head, val)}
             if public_val:  # reported, not chosen on: a few dozen questions
                 m["public"] = self.val_metrics(head, public_val)
             history.append(m)
             log.info("epoch %d %.1f min: %s", epoch, (time.perf_counter() - t0) / 60, m)
             if (m["mrr@10"], m["recall@8"]) > best_key:
-                best, best_key = copy.deepcopy(head.state_dict()), (m["mrr@10"], m["recall@8"])
-        head.load_state_dict(best)
+                best = (copy.deepcopy(head.state_dict()), self.tower_state())
+                best_key = (m["mrr@10"], m["recall@8"])
+        head.load_state_dict(best[0])
         head.eval()
+        if self.tower is not None:
+            self.tower.load_state_dict(best[1])
+            self.tower.eval()
         return head, {"history": history, "minutes": round((time.perf_counter() - t0) / 60, 2)}
 
 
@@ -328,8 +389,23 @@ def main(argv: list[str] | None = None) -> int:
             args.fused_prior if args.fused_prior >= 0 else args.prior_in_loss or best_prior(report["val"])
         ),
     }
+    if trainer.tower is not None:
+        from training.reranker.question import export
+
+        question = export(trainer.tower, work)
+        config["question_encoder"] = question.name
+        config["question_layers_tuned"] = args.question_layers
     (work / "reranker.json").write_text(json.dumps(config, indent=1) + "\n")
     scorer = TrainedScorer(work / "reranker-int8.onnx", opts)
+    if trainer.tower is not None:
+        # the held-out questions again, each read by the served int8 tower instead of the trained fp32 one
+        val = [n for n, g in enumerate(groups) if g.split == "val"]
+        trainer.served = scorer
+        report["val_served_question"] = {
+            "all": trainer.val_metrics(head, val),
+            "public": trainer.val_metrics(head, [n for n in val if groups[n].public]),
+        }
+        trainer.served = None
     report["artifact"] = {
         "bytes": (work / "reranker-int8.onnx").stat().st_size,
         "sha256": sha256_file(work / "reranker-int8.onnx"),
@@ -366,4 +442,8 @@ def main(argv: list[str] | None = None) -> int:
         out.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(work / "reranker-int8.onnx", out / "reranker-int8.onnx")
         shutil.copyfile(work / "reranker.json", out / "reranker.json")
+        if "question_encoder" in config:
+            shutil.copyfile(work / config["question_encoder"], out / config["question_encoder"])
+        else:  # a head over the frozen encoder reads the question through it too
+            (out / "question-int8.onnx").unlink(missing_ok=True)
     return 0
