@@ -238,6 +238,7 @@ class TrainedScorer:
         activations with one scale per run, so in a batch a window's states would depend on its batch mates
         (scores moved by up to 0.6); alone they depend on the window only, as stored states must. It is also
         faster on CPU: no padding (2.6x over batches of 16, 160 real windows)."""
+        graph = encoder or self.encoder
         out = []
         for row in rows:
             ids = np.asarray([row], dtype=np.int64)
@@ -246,7 +247,6 @@ class TrainedScorer:
                 "attention_mask": np.ones_like(ids),
                 "token_type_ids": np.zeros_like(ids),
             }
-            graph = encoder or self.encoder
             out.append(np.ascontiguousarray(graph.run(None, feeds)[0][0], dtype=np.float32))
         return out
 

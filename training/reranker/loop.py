@@ -175,10 +175,8 @@ class Trainer:
 
     def questions(self, ns: list[int]) -> list:  # type: ignore[type-arg]
         """A training batch's question states, one pass over the tuned layers (with their gradient)."""
-        import torch
-
         if self.tower is None:
-            return [torch.from_numpy(self.q_states[n].astype(np.float32)).unsqueeze(0) for n in ns]
+            return [self.question(n) for n in ns]
         return self.tower.upper([self.q_states[n] for n in ns])
 
     def tensors(self, n: int, members: list[int], q=None):  # type: ignore[no-untyped-def]
