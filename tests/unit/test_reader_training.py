@@ -114,6 +114,63 @@ def test_the_reader_recipe_takes_its_options_from_the_command_line() -> None:
     assert args.base == ""  # the shipped search encoder
 
 
+def test_a_distilled_run_learns_the_teachers_order_through_listnet(tiny_base: Path, tmp_path: Path) -> None:
+    """With a teacher the rows are listwise (a question, its candidates, the head's labels) and the loss is
+    ListNet: a few steps on one question move the reader's order towards the labels'."""
+    import torch
+    from sentence_transformers.cross_encoder import CrossEncoder
+
+    from training.reader.recipe import Recipe, train
+
+    data, work = tmp_path / "data", tmp_path / "run"
+    data.mkdir()
+    labels = [6.0, 3.0, 2.0, 1.0, 0.0, -1.0]
+    row = {"question": QUESTION, "public": False, "docs": TEXTS, "labels": labels}
+    (data / "distil.jsonl").write_text("\n".join(json.dumps(row) for _ in range(4)) + "\n")
+    recipe = Recipe(
+        base=str(tiny_base),
+        layers=1,
+        batch=2,
+        max_steps=30,
+        lr=2e-3,
+        warmup=0.0,
+        max_tokens=64,
+        save_steps=100,
+        threads=1,
+        teacher="pools.jsonl",
+    )
+    final, run = train(data, work, recipe)
+    assert run["steps"] == 30
+    first, last = run["losses"][0]["loss"], run["losses"][-1]["loss"]
+    assert last < first
+    got = CrossEncoder(str(final), device="cpu").predict(
+        [(QUESTION, t) for t in TEXTS], activation_fn=torch.nn.Identity()
+    )
+    assert int(np.argmax(got)) == 0  # the teacher's first is the reader's first
+
+
+def test_a_distilled_readers_card_names_its_teacher_and_loss() -> None:
+    from training.reader.ship import loss_lines
+
+    recipe = {"teacher": "pools.jsonl", "in_batch": 2}
+    data = {
+        "negatives_per_row": 5,
+        "distil": {
+            "teacher": "reranker-int8.onnx@abc",
+            "pools": "pools.jsonl",
+            "docs": 8,
+            "depth": 24,
+            "bonus": 4.0,
+            "temperature": 2.0,
+            "rows": {"public": 1, "written": 2},
+            "sha256": "c" * 64,
+        },
+    }
+    text = "\n".join(loss_lines(recipe, data))
+    assert "ListNetLoss" in text and "reranker-int8.onnx@abc" in text and "divided by 2" in text
+    assert "MultipleNegativesRankingLoss" in "\n".join(loss_lines({"in_batch": 2}, data))
+
+
 def test_a_shipped_reader_is_chosen_by_default_and_its_card_is_written_from_the_run(
     tiny_base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

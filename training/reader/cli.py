@@ -64,6 +64,29 @@ def main(argv: list[str] | None = None) -> int:
 
     counts = kept(data_dir / "counts.json", lambda: build(args.questions, data_dir, recipe.seed))
     log.info("rows: %s", counts["rows"])
+    if recipe.teacher:
+        from training.reader import distil
+
+        if not MODEL_FILE.is_file():
+            raise SystemExit(f"--teacher needs the shipped head {MODEL_FILE}")
+        taught = kept(
+            data_dir / "distil-counts.json",
+            lambda: distil.build(
+                args.questions,
+                Path(recipe.teacher),
+                MODEL_FILE,
+                data_dir,
+                recipe.seed,
+                recipe.teacher_depth,
+                recipe.teacher_docs,
+                recipe.teacher_bonus,
+                recipe.teacher_written,
+                recipe.teacher_temperature,
+                recipe.threads,
+            ),
+        )
+        counts = {**counts, "distil": {**taught, "labels": distil.label_spread(data_dir / "distil.jsonl")}}
+        log.info("distillation rows: %s", taught["rows"])
     final, trained = train_once(run_dir, recipe, lambda: train(data_dir, run_dir, recipe))
     # the shipped form (fp16 weights) is what the held-out measure reads, through the served graph
     staged = ship.stage(final, work / "staged", recipe.max_tokens)
@@ -88,9 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_ship:
         return 0
     if not beats_head(held, chosen):
-        # shipping would make the served default (the reader replaces the head) worse on held-out questions
-        log.warning("the head alone orders the held-out questions at least as well: nothing shipped")
-        return 0
+        if out.resolve() == READER_DIR.resolve():
+            # shipping would make the served default (the reader replaces the head) worse held out
+            log.warning("the head alone orders the held-out questions at least as well: nothing shipped")
+            return 0
+        # a candidate folder elsewhere is written all the same, to be measured through the mesh
+        log.warning("the head orders the held-out questions at least as well; %s is a candidate only", out)
     run = record(
         trained,
         "reader",

@@ -4,7 +4,9 @@ question and a window together (a true cross-encoder).
 sentence-transformers' ``CrossEncoderTrainer`` with its cross-encoder ``MultipleNegativesRankingLoss``: each
 question is scored against its answering window, its hard negatives and ``in_batch`` other questions'
 windows, and the loss is the cross-entropy of the answering one. A truncated encoder keeps a step (16
-questions, 8 pairs each, 256 word pieces) near 7 s on two CPU cores. Seeds are fixed; a checkpoint is written
+questions, 8 pairs each, 256 word pieces) near 7 s on two CPU cores. With a teacher (``Recipe.teacher``) the
+rows are ``distil.build``'s instead and the loss is the cross-encoder ``ListNetLoss`` over each question's
+candidates, whose labels are the shipped head's scores. Seeds are fixed; a checkpoint is written
 every ``save_steps`` steps and a rerun resumes from the newest one.
 """
 
@@ -36,6 +38,16 @@ class Recipe:
     max_steps: int = -1  # > 0: stop there (a timing run)
     base: str = ""  # a transformers folder with the encoder to start from; "" is the shipped tuned encoder
     public_repeat: int = 1  # each real player's post is seen this many times an epoch (written rows once)
+    # Distillation: a served pools file (``rulesage train reranker-pools``'). Set, the reader learns the
+    # shipped head's order over those candidates (``distil.build``: ``teacher_docs`` of each question's first
+    # ``teacher_depth``, labelled by the head's score plus ``teacher_bonus`` on the answer) through
+    # ``ListNetLoss``, on every real post of the trained split and ``teacher_written`` written questions.
+    teacher: str = ""
+    teacher_depth: int = 24
+    teacher_docs: int = 8
+    teacher_bonus: float = 4.0
+    teacher_written: int = 2400
+    teacher_temperature: float = 2.0
 
 
 def base_folder(work: Path, recipe: Recipe) -> Path:
@@ -81,7 +93,8 @@ def reader_model(base: Path, max_tokens: int) -> Any:
 
 
 def train(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]:
-    """Train on data/train.jsonl; returns the final model folder and the run's log (steps, losses, time)."""
+    """Train on data/train.jsonl (data/distil.jsonl with a teacher); returns the final model folder and the
+    run's log (steps, losses, time)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import torch
@@ -90,17 +103,22 @@ def train(data: Path, work: Path, recipe: Recipe) -> tuple[Path, dict[str, Any]]
         CrossEncoderTrainer,
         CrossEncoderTrainingArguments,
     )
-    from sentence_transformers.cross_encoder.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.cross_encoder.losses import ListNetLoss, MultipleNegativesRankingLoss
 
     torch.set_num_threads(recipe.threads)
     torch.manual_seed(recipe.seed)
     model = reader_model(base_folder(work, recipe), recipe.max_tokens)
+    rows_file = "distil.jsonl" if recipe.teacher else "train.jsonl"
     rows = weighted_rows(
-        load_dataset("json", data_files=str(data / "train.jsonl"), split="train"),
+        load_dataset("json", data_files=str(data / rows_file), split="train"),
         recipe.public_repeat,
         recipe.seed,
     )
-    loss = MultipleNegativesRankingLoss(model, num_negatives=recipe.in_batch)
+    loss: Any = (
+        ListNetLoss(model)
+        if recipe.teacher
+        else MultipleNegativesRankingLoss(model, num_negatives=recipe.in_batch)
+    )
     args = CrossEncoderTrainingArguments(
         **trainer_arguments(recipe, work), warmup_ratio=recipe.warmup, logging_steps=1
     )

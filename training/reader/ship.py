@@ -100,8 +100,7 @@ def card_text(run: dict[str, Any], figures_path: Path = FIGURES) -> str:
         "  mates).",
         f"- Base: the shipped search encoder (rulesage/encoder), its first {r['layers']} layers, and",
         "  MiniLM's tokenizer; the one-logit head starts untrained.",
-        "- Loss: sentence-transformers' cross-encoder MultipleNegativesRankingLoss (the answering window",
-        f"  against {d['negatives_per_row']} hard negatives and {r['in_batch']} other questions' windows),",
+        *loss_lines(r, d),
         f"  CrossEncoderTrainer, batches of {r['batch']} questions, lr {r['lr']}, warm-up {r['warmup']:.0%},",
         f"  linear decay, {r['max_tokens']} word pieces cut longest-first, seed {r['seed']},"
         f" {r['threads']} CPU threads.",
@@ -136,6 +135,24 @@ def card_text(run: dict[str, Any], figures_path: Path = FIGURES) -> str:
         *figures.card_section(data, TABLE),
     ]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def loss_lines(r: dict[str, Any], d: dict[str, Any]) -> list[str]:
+    """The card's loss lines: the answering window against hard negatives, or the head distilled."""
+    if not r.get("teacher"):
+        return [
+            "- Loss: sentence-transformers' cross-encoder MultipleNegativesRankingLoss (the answering",
+            f"  window against {d['negatives_per_row']} hard negatives and {r['in_batch']} other questions'"
+            " windows),",
+        ]
+    t = d["distil"]
+    return [
+        "- Loss: sentence-transformers' cross-encoder ListNetLoss, distilling the shipped head",
+        f"  (`{t['teacher']}`) over the served candidates of `{t['pools']}`: {t['docs']} of each question's",
+        f"  first {t['depth']} (the answer's holders, the head's best others, a seeded draw), labelled by",
+        f"  the head's score plus {t['bonus']:g} on the answer, divided by {t['temperature']:g}; rows"
+        f" {json.dumps(t['rows'])}, sha256 {t['sha256'][:16]},",
+    ]
 
 
 def ship(
