@@ -77,6 +77,13 @@ def fetch_sync(conn: Any, ids: Sequence[int]) -> dict[int, Stored]:
     return _stored(conn.execute(FETCH_SQL, (list(ids),)).fetchall())
 
 
+def usable_sync(conn: Any, model: str, items: Sequence[tuple[int, str]]) -> list[np.ndarray | None]:
+    """Each (passage id, text)'s stored states where ``model`` drew them from that very text, else None: the
+    blocking read the training tools share, so they score windows on the states the service reads."""
+    stored = fetch_sync(conn, [pid for pid, _ in items])
+    return [usable(stored.get(pid), model, text) for pid, text in items]
+
+
 def rows(model: str, items: Iterable[tuple[int, str, np.ndarray]]) -> tuple[list[Any], ...]:
     ids, models, shas, blobs = [], [], [], []
     for pid, text, states in items:

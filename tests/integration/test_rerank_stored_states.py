@@ -140,7 +140,8 @@ def runner_free_port() -> int:
 
 
 def test_the_training_tools_read_the_states_the_service_reads(shelf_url: str) -> None:
-    """``fetch_sync`` (the held-out pools' reader) hands back the very states a fresh encoding stores."""
+    """``usable_sync`` (the training tools' reader) hands back the very states a fresh encoding stores, and
+    none for another encoder or for a text the states were not drawn from."""
     import numpy as np
 
     from services.rerank.scorer import RuntimeOptions, TrainedScorer
@@ -155,3 +156,12 @@ def test_the_training_tools_read_the_states_the_service_reads(shelf_url: str) ->
     assert all(r is not None for r in read)
     assert all(np.array_equal(r, f) for r, f in zip(read, fresh, strict=True))
     assert states.usable(stored.get(cands[0].id), "another-encoder", cands[0].text) is None
+    with psycopg.connect(shelf_url) as conn:
+        items = [(c.id, c.text) for c in cands]
+        assert all(
+            np.array_equal(r, u)
+            for r, u in zip(read, states.usable_sync(conn, scorer.states_key, items), strict=True)
+        )
+        assert states.usable_sync(conn, "another-encoder", items[:1]) == [None]
+        edited = [(cands[0].id, cands[0].text + " edited")]
+        assert states.usable_sync(conn, scorer.states_key, edited) == [None]

@@ -154,7 +154,7 @@ def held_out_pools(
     service's ``RULESAGE_RERANK_CANDIDATES``); ``asked``: draw the asking sentences' states too
     (``TrainedScorer.read_question``)."""
     from rulesage import db
-    from services.rerank.states import fetch_sync, usable
+    from services.rerank.states import usable_sync
     from training.questions import build_groups, load_questions
     from training.reranker.pools import load_pools
 
@@ -169,11 +169,10 @@ def held_out_pools(
         for g in (g for g in groups if g.split == "val"):
             index = indexes[g.family_id]
             ids = list(g.pool)[:candidates]
-            texts = [index.passages[i].text for i in ids]
-            stored = fetch_sync(conn, ids)
-            windows, _ = scorer.fill_states(
-                texts, [usable(stored.get(i), scorer.states_key, t) for i, t in zip(ids, texts, strict=True)]
-            )
+            passages = [index.passages[i] for i in ids]
+            texts = [p.text for p in passages]
+            known = usable_sync(conn, scorer.states_key, [(p.id, p.text) for p in passages])
+            windows, _ = scorer.fill_states(texts, known)
             read = scorer.read_question(g.question, asked=asked)
             yield Pool(g.public, ids, set(g.supporters), read.whole, windows, read.asked)
     finally:

@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     from rulesage.eval.gold import load_gold
     from rulesage.store.passages import hydrate_sync
     from services.rerank.scorer import RuntimeOptions, TrainedScorer
-    from services.rerank.states import fetch_sync, usable
+    from services.rerank.states import usable_sync
 
     paths = {name: Path(p) for name, p in heads.items()}
     for name, path in paths.items():
@@ -171,10 +171,9 @@ def main(argv: list[str] | None = None) -> int:
         ids = [int(p["id"]) for p in r["detail"]["fused"][: ns.candidates]]
         stored = hydrate_sync(conn, ids)
         passages = [stored[i] for i in ids if i in stored]
-        states = fetch_sync(conn, [p.id for p in passages])  # as the service reads them, where they match
-        windows, _ = first.fill_states(
-            [p.text for p in passages], [usable(states.get(p.id), first.states_key, p.text) for p in passages]
-        )
+        # as the service reads them, where they match
+        known = usable_sync(conn, first.states_key, [(p.id, p.text) for p in passages])
+        windows, _ = first.fill_states([p.text for p in passages], known)
         read = first.read_question(q["question"], asked=reads_asked)
         raw = {name: s.read_scores(read, windows)[0].astype(np.float64) for name, s in scorers.items()}
         for name, sides in mixes.items():
