@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from training.reader.distil import pick
+from training.reader.distil import label_spread, pick
 
 
 def test_pick_keeps_holders_then_the_heads_best_then_a_draw() -> None:
@@ -29,3 +29,10 @@ def test_pick_is_seeded() -> None:
 def test_pick_refuses_what_cannot_fill_the_list(holders: int, n: int) -> None:
     with pytest.raises(ValueError):
         pick(holders, np.zeros(n), 8, random.Random(0))
+
+
+def test_the_labels_spread_is_read_from_the_rows_and_no_rows_is_an_error() -> None:
+    rows = [{"labels": [3.0, 1.0]}, {"labels": [-1.0, 1.0]}]
+    assert label_spread(rows) == {"mean": 1.0, "std": pytest.approx(2**0.5), "min": -1.0, "max": 3.0}
+    with pytest.raises(ValueError, match="no labelled rows"):
+        label_spread([])

@@ -71,21 +71,9 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"--teacher needs the shipped head {MODEL_FILE}")
         taught = kept(
             data_dir / "distil-counts.json",
-            lambda: distil.build(
-                args.questions,
-                Path(recipe.teacher),
-                MODEL_FILE,
-                data_dir,
-                recipe.seed,
-                recipe.teacher_depth,
-                recipe.teacher_docs,
-                recipe.teacher_bonus,
-                recipe.teacher_written,
-                recipe.teacher_temperature,
-                recipe.threads,
-            ),
+            lambda: distil.build(args.questions, MODEL_FILE, data_dir, recipe),
         )
-        counts = {**counts, "distil": {**taught, "labels": distil.label_spread(data_dir / "distil.jsonl")}}
+        counts = {**counts, "distil": taught}
         log.info("distillation rows: %s", taught["rows"])
     final, trained = train_once(run_dir, recipe, lambda: train(data_dir, run_dir, recipe))
     # the shipped form (fp16 weights) is what the held-out measure reads, through the served graph

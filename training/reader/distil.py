@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from services.rerank.window import reader_text
+from training.reader.recipe import Recipe
 
 
 def pick(holders: int, score: np.ndarray, docs: int, rng: random.Random) -> list[int]:
@@ -38,44 +39,40 @@ def pick(holders: int, score: np.ndarray, docs: int, rng: random.Random) -> list
     return list(range(holders)) + best + drawn
 
 
-def build(
-    pattern: str,
-    pools_file: Path,
-    head: Path,
-    out: Path,
-    seed: int,
-    depth: int = 24,
-    docs: int = 8,
-    bonus: float = 4.0,
-    written: int = 2400,
-    temperature: float = 2.0,
-    threads: int = 2,
-) -> dict[str, Any]:
-    """Write ``out``/distil.jsonl: per row the question, ``docs`` reader texts (every holder of the quote
-    among the first ``depth`` served candidates, or the group's positive when none is there; then the head's
-    best others; then others drawn at random) and their labels, divided by ``temperature`` (the head's
-    scores span ~18 points, and their softmax would put nearly all its mass on one candidate). Every real
-    post of the trained split is kept and ``written`` of its written questions, drawn with ``seed``.
-    Returns the counts and the file's sha256."""
+def build(pattern: str, head: Path, out: Path, recipe: Recipe) -> dict[str, Any]:
+    """Write ``out``/distil.jsonl from the served pools ``recipe.teacher`` names: per row the question,
+    ``teacher_docs`` reader texts (every holder of the quote among the first ``teacher_depth`` served
+    candidates, or the group's positive when none is there; then the head's best others; then others drawn
+    at random) and their labels, divided by ``teacher_temperature`` (the head's scores span ~18 points, and
+    their softmax would put nearly all its mass on one candidate). Every real post of the trained split is
+    kept and ``teacher_written`` of its written questions, drawn with the recipe's seed. Returns the counts,
+    the labels' spread (what the loss's softmax reads) and the file's sha256."""
     from rulesage import db
     from services.rerank.scorer import RuntimeOptions, TrainedScorer
-    from services.rerank.states import fetch_sync, usable
+    from services.rerank.states import usable_sync
     from training.questions import build_groups, load_questions
     from training.reranker.pools import load_pools
 
     t0 = time.perf_counter()
-    rng = random.Random(seed)
-    scorer = TrainedScorer(head, RuntimeOptions(threads=threads))
+    pools_file = Path(recipe.teacher)
+    depth, docs, bonus, temperature = (
+        recipe.teacher_depth,
+        recipe.teacher_docs,
+        recipe.teacher_bonus,
+        recipe.teacher_temperature,
+    )
+    rng = random.Random(recipe.seed)
+    scorer = TrainedScorer(head, RuntimeOptions(threads=recipe.threads))
     conn = db.connect(autocommit=True)
     try:
         served = load_pools(pools_file)
         groups, counts, indexes = build_groups(
-            conn, load_questions(pattern), 15, 0, seed, pool_depth=depth, pools=served
+            conn, load_questions(pattern), 15, 0, recipe.seed, pool_depth=depth, pools=served
         )
         trained = [g for g in groups if g.split == "train"]
         public = [g for g in trained if g.public]
         others = [g for g in trained if not g.public]
-        chosen = public + rng.sample(others, min(written, len(others)))
+        chosen = public + rng.sample(others, min(recipe.teacher_written, len(others)))
         rows: list[dict[str, Any]] = []
         kept: Counter[str] = Counter()
         for g in chosen:
@@ -90,10 +87,7 @@ def build(
             ids = holders + rest
             passages = [index.passages[i] for i in ids]
             texts = [p.text for p in passages]
-            stored = fetch_sync(conn, [p.id for p in passages])
-            known = [
-                usable(stored.get(p.id), scorer.states_key, t) for p, t in zip(passages, texts, strict=True)
-            ]
+            known = usable_sync(conn, scorer.states_key, [(p.id, p.text) for p in passages])
             windows, _ = scorer.fill_states(texts, known)
             score, _ = scorer.read_scores(scorer.read_question(g.question), windows)
             n_hold = len(holders)
@@ -104,7 +98,9 @@ def build(
                     "public": g.public,
                     "docs": [reader_text(passages[k].heading_path, texts[k]) for k in picked],
                     "labels": [
-                        round((float(score[k]) + (bonus if k < n_hold else 0.0)) / temperature, 4)
+                        round(
+                            (float(score[k]) + (bonus if k < n_hold else 0.0)) / recipe.teacher_temperature, 4
+                        )
                         for k in picked
                     ],
                 }
@@ -125,15 +121,16 @@ def build(
         "temperature": temperature,
         "outcomes": dict(counts),
         "rows": dict(kept),
+        "labels": label_spread(rows),
         "minutes": round((time.perf_counter() - t0) / 60, 1),
         "sha256": hashlib.sha256(body.encode()).hexdigest(),
     }
 
 
-def label_spread(path: Path) -> dict[str, float]:
-    """The labels' spread (what the softmax of the listwise loss will read), for the run's log."""
-    labels = [x for line in path.read_text().splitlines() for x in json.loads(line)["labels"]]
+def label_spread(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """The labels' spread (what the softmax of the listwise loss will read), for the run's record."""
+    labels = [x for row in rows for x in row["labels"]]
     if not labels:
-        raise ValueError(f"{path} holds no labelled rows")
+        raise ValueError("no labelled rows: no trained question has a served pool")
     arr = np.asarray(labels)
     return {k: float(getattr(arr, k)()) for k in ("mean", "std", "min", "max")}
