@@ -93,6 +93,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
         " as question-int8.onnx; windows keep the frozen encoder's stored states); 0: all frozen",
     )
     p.add_argument("--question-lr", type=float, default=3e-5, help="learning rate of the tuned layers")
+    p.add_argument(
+        "--window-layers",
+        type=int,
+        default=0,
+        help="the encoder's top layers tuned beside the head on the window side (the merged graph's encoder"
+        " half, so the shelf's stored states are drawn again; the question keeps the frozen encoder); 0: off",
+    )
+    p.add_argument("--window-lr", type=float, default=3e-5, help="learning rate of the window tower's layers")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--val-share", type=float, default=VAL_SHARE)
@@ -139,18 +147,34 @@ class Trainer:
             base=args.base,
         )
         t0 = time.perf_counter()
+        texts: dict[tuple[int, int], str] = {}
         for g in groups:
             index = indexes[g.family_id]
-            keys = sorted({g.positive, *g.negatives, *g.pool})
-            self.cache.add_windows([(g.family_id, i) for i in keys], [index.passages[i].text for i in keys])
+            texts.update(
+                {(g.family_id, i): index.passages[i].text for i in {g.positive, *g.negatives, *g.pool}}
+            )
+        self.window_texts = dict(sorted(texts.items()))
+        self.window_tower = None
+        if args.window_layers:
+            from rulesage.embed import weights_dir
+            from training.reranker.tower import Tower
+
+            # the windows' states below the tuned layers, once; the head reads the tower's top layers over
+            # them
+            self.window_tower = Tower(weights_dir(args.base), args.window_layers)
+            rows = self.cache.tokens.windows(list(self.window_texts.values()))
+            self.w_lower = dict(zip(self.window_texts, self.window_tower.lower(rows), strict=True))
+            self.refresh_windows()
+        else:
+            self.cache.add_windows(list(self.window_texts), list(self.window_texts.values()))
         self.tower = None
         self.served: Any = None  # a TrainedScorer whose question states replace the cached ones (measuring)
         if args.question_layers:
             from rulesage.embed import weights_dir
-            from training.reranker.question import QuestionTower
+            from training.reranker.tower import Tower
 
             # the head reads the tower's top layers over these (its lower layers' states, computed once)
-            self.tower = QuestionTower(weights_dir(args.base), args.question_layers)
+            self.tower = Tower(weights_dir(args.base), args.question_layers)
             self.q_states = self.tower.lower([self.cache.tokens.question(g.question) for g in groups])
         else:
             self.q_states = self.cache.questions([g.question for g in groups])
@@ -160,6 +184,22 @@ class Trainer:
             len(groups),
             (time.perf_counter() - t0) / 60,
         )
+
+    def refresh_windows(self, batch: int = 64) -> None:
+        """Every window's states through the window tower as it stands (no gradient), for measuring: the
+        cache the head reads outside a training step."""
+        import torch
+
+        if self.window_tower is None:
+            return
+        keys = sorted(self.window_texts, key=lambda k: self.w_lower[k].shape[0])  # like lengths together
+        with torch.no_grad():
+            for b in range(0, len(keys), batch):
+                chunk = keys[b : b + batch]
+                for k, up in zip(
+                    chunk, self.window_tower.upper([self.w_lower[k] for k in chunk]), strict=True
+                ):
+                    self.cache.windows[k] = up[0].numpy().astype(np.float16)
 
     def question(self, n: int):  # type: ignore[no-untyped-def]
         """The question's states as the head reads them, (1, L, 384): the frozen encoder's, or the tower's
@@ -179,7 +219,9 @@ class Trainer:
             return [self.question(n) for n in ns]
         return self.tower.upper([self.q_states[n] for n in ns])
 
-    def tensors(self, n: int, members: list[int], q=None):  # type: ignore[no-untyped-def]
+    def tensors(self, n: int, members: list[int], q=None, windows=None):  # type: ignore[no-untyped-def]
+        """The head's inputs for group ``n``'s ``members``: the question's states, and the windows' from the
+        cache, or ``windows`` (key -> (1, L, 384), a training step's tower pass with its gradient)."""
         import torch
 
         from training.reranker.features import batch_states
@@ -187,8 +229,29 @@ class Trainer:
         g = self.groups[n]
         q = self.question(n) if q is None else q
         q_mask = torch.ones(1, q.shape[1], dtype=torch.long)
+        if windows is not None:
+            rows = [windows[(g.family_id, i)][0] for i in members]
+            padded = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True)
+            mask = torch.zeros(padded.shape[:2], dtype=torch.long)
+            for r, row in enumerate(rows):
+                mask[r, : row.shape[0]] = 1
+            return q, q_mask, padded, mask
         w, w_mask = batch_states([self.cache.windows[(g.family_id, i)] for i in members])
         return q, q_mask, torch.from_numpy(w), torch.from_numpy(w_mask)
+
+    def windows(self, batch: list[int]):  # type: ignore[no-untyped-def]
+        """A training batch's windows through the window tower, one pass over the tuned layers (with their
+        gradient), each window once however many groups share it; None without a window tower."""
+        if self.window_tower is None:
+            return None
+        keys = sorted(
+            {
+                (self.groups[n].family_id, i)
+                for n in batch
+                for i in (self.groups[n].positive, *self.groups[n].negatives)
+            }
+        )
+        return dict(zip(keys, self.window_tower.upper([self.w_lower[k] for k in keys]), strict=True))
 
     def scores(self, head, n: int, members: list[int]) -> np.ndarray:  # type: ignore[no-untyped-def]
         import torch
@@ -250,7 +313,14 @@ class Trainer:
         return summarise(hits, ranks, sum(g.split == "val" for g in self.groups), pool_hits, depth)
 
     def tower_state(self) -> dict:  # type: ignore[type-arg]
-        return copy.deepcopy(self.tower.state_dict()) if self.tower is not None else {}
+        return {
+            side: copy.deepcopy(t.state_dict())
+            for side, t in (("question", self.tower), ("window", self.window_tower))
+            if t is not None
+        }
+
+    def towers(self) -> list:  # type: ignore[type-arg]
+        return [t for t in (self.tower, self.window_tower) if t is not None]
 
     def fit(self):  # type: ignore[no-untyped-def]
         import torch
@@ -262,6 +332,9 @@ class Trainer:
         groups = [{"params": list(head.parameters()), "lr": args.lr}]
         if self.tower is not None:
             groups.append({"params": self.tower.trained(), "lr": args.question_lr})
+        if self.window_tower is not None:
+            groups.append({"params": self.window_tower.trained(), "lr": args.window_lr})
+        tuned = bool(self.towers())
         opt = torch.optim.AdamW(groups, weight_decay=args.weight_decay)
         trained = [p for g in groups for p in g["params"]]
         train = [n for n, g in enumerate(self.groups) if g.split == "train"]
@@ -280,35 +353,46 @@ class Trainer:
                 log.warning("time budget %.0f min spent: stop before epoch %d", args.max_minutes, epoch)
                 break
             head.train()
-            if self.tower is not None:
-                self.tower.train()
+            for t in self.towers():
+                t.train()
             rng.shuffle(train)
             losses = []
             for b in range(0, len(train), args.groups_per_step):
                 opt.zero_grad()
                 batch = train[b : b + args.groups_per_step]
                 qs = self.questions(batch)
+                ws = self.windows(batch)
                 batch_loss = []
                 for n, q in zip(batch, qs, strict=True):
                     g = self.groups[n]
                     members = [g.positive, *g.negatives]
-                    s, _ = head.score(*self.tensors(n, members, q))
+                    s, _ = head.score(*self.tensors(n, members, q, ws))
                     if args.prior_in_loss:
                         s = s - args.prior_in_loss * torch.log1p(torch.from_numpy(self.positions(n, members)))
                     target = torch.zeros(1, dtype=torch.long)
                     loss = torch.nn.functional.cross_entropy(s.unsqueeze(0), target)
-                    if self.tower is None:  # the frozen encoder: each group's backward alone, as ever
+                    if not tuned:  # the frozen encoder: each group's backward alone, as ever
                         (loss / len(batch)).backward()
-                    batch_loss.append(loss.detach() if self.tower is None else loss)
-                if self.tower is not None:  # the batch's questions share one pass over the tuned layers
+                    batch_loss.append(loss if tuned else loss.detach())
+                if tuned:  # the batch's questions and windows share one pass over the tuned layers
                     torch.stack(batch_loss).mean().backward()
                 total = sum(float(x.detach()) / len(batch) for x in batch_loss)
                 torch.nn.utils.clip_grad_norm_(trained, 1.0)
                 opt.step()
                 losses.append(total)
+                if tuned and len(losses) % 100 == 0:  # a tower's epoch runs long: say where it is
+                    log.info(
+                        "epoch %d: %d of %d steps, loss %.4f, %.1f min",
+                        epoch,
+                        len(losses),
+                        -(-len(train) // args.groups_per_step),
+                        float(np.mean(losses[-100:])),
+                        (time.perf_counter() - t0) / 60,
+                    )
             head.eval()
-            if self.tower is not None:
-                self.tower.eval()
+            for t in self.towers():
+                t.eval()
+            self.refresh_windows()
             m = {"epoch": epoch, "loss": round(float(np.mean(losses)), 4), **self.val_metrics(head, val)}
             if public_val:  # reported, not chosen on: a few dozen questions
                 m["public"] = self.val_metrics(head, public_val)
@@ -319,9 +403,11 @@ class Trainer:
                 best_key = (m["mrr@10"], m["recall@8"])
         head.load_state_dict(best[0])
         head.eval()
-        if self.tower is not None:
-            self.tower.load_state_dict(best[1])
-            self.tower.eval()
+        for side, t in (("question", self.tower), ("window", self.window_tower)):
+            if t is not None:
+                t.load_state_dict(best[1][side])
+                t.eval()
+        self.refresh_windows()
         return head, {"history": history, "minutes": round((time.perf_counter() - t0) / 60, 2)}
 
 
@@ -373,8 +459,13 @@ def main(argv: list[str] | None = None) -> int:
     (work / "metrics.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     export_head(head, work / "head.onnx")
     # The shipped graph always runs the int8 encoder (the 25 MB budget); with --encoder int8 (the default)
-    # it is the very graph the head's training states came from.
-    merge(encoder_path("int8", args.base), work / "head.onnx", work / "reranker-int8.onnx")
+    # it is the very graph the head's training states came from. A window tower is that encoder half.
+    window_encoder = encoder_path("int8", args.base)
+    if trainer.window_tower is not None:
+        from training.reranker.tower import export
+
+        window_encoder = export(trainer.window_tower, work, "window")
+    merge(window_encoder, work / "head.onnx", work / "reranker-int8.onnx")
     config = {
         "max_window_tokens": args.max_tokens,
         "question_tokens": args.question_tokens,
@@ -388,11 +479,16 @@ def main(argv: list[str] | None = None) -> int:
         ),
     }
     if trainer.tower is not None:
-        from training.reranker.question import export
+        from training.reranker.tower import export
 
         question = export(trainer.tower, work)
         config["question_encoder"] = question.name
         config["question_layers_tuned"] = args.question_layers
+    elif trainer.window_tower is not None:  # the question keeps the frozen encoder the windows no longer run
+        shutil.copyfile(encoder_path("int8", args.base), work / "question-int8.onnx")
+        config["question_encoder"] = "question-int8.onnx"
+    if trainer.window_tower is not None:
+        config["window_layers_tuned"] = args.window_layers
     (work / "reranker.json").write_text(json.dumps(config, indent=1) + "\n")
     scorer = TrainedScorer(work / "reranker-int8.onnx", opts)
     if trainer.tower is not None:
@@ -404,6 +500,18 @@ def main(argv: list[str] | None = None) -> int:
             "public": trainer.val_metrics(head, [n for n in val if groups[n].public]),
         }
         trainer.served = None
+    if trainer.window_tower is not None:
+        # the held-out questions again over windows drawn by the served int8 tower, one window a run, as the
+        # service draws the states it stores
+        val = [n for n, g in enumerate(groups) if g.split == "val"]
+        drawn = scorer.window_states(list(trainer.window_texts.values()))
+        trainer.cache.windows = {
+            k: st.astype(np.float16) for k, st in zip(trainer.window_texts, drawn, strict=True)
+        }
+        report["val_served_windows"] = {
+            "all": trainer.val_metrics(head, val),
+            "public": trainer.val_metrics(head, [n for n in val if groups[n].public]),
+        }
     report["artifact"] = {
         "bytes": (work / "reranker-int8.onnx").stat().st_size,
         "sha256": sha256_file(work / "reranker-int8.onnx"),

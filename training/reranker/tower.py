@@ -1,13 +1,17 @@
-"""The careful reader's question tower: the encoder's top layers tuned, for the question side only.
+"""The careful reader's towers: the encoder's top layers tuned beside the head, over cached lower states.
 
-The head reads window states the frozen int8 encoder drew at ingest, and the question's states drawn per ask.
-Only the question side can change without redrawing the shelf's stored states, so here a copy of the encoder
-reads the question with its top ``layers`` layers trained beside the head. The lower layers stay frozen and
-their states are computed once per question (fp16), so a step runs only the top layers forwards and back:
-the issue's "unfreeze the encoder's top layers over cached lower-layer states", on the side a player writes.
+The head reads window states drawn once per passage (at ingest) and the question's states drawn per ask. A
+tower is a copy of the encoder whose top ``layers`` layers train beside the head while the lower layers stay
+frozen; their states are computed once per text (fp16), so a step runs only the top layers forwards and
+back: "unfreeze the encoder's top layers over cached lower-layer states".
 
-Served as a third graph (``question-int8.onnx`` beside ``reranker-int8.onnx``, named in ``reranker.json``):
-the whole tuned encoder, quantised to int8 as the window encoder is.
+- The question side (``--question-layers``) changes nothing stored: it is served as a third graph,
+  ``question-int8.onnx`` beside ``reranker-int8.onnx``, named in ``reranker.json``.
+- The window side (``--window-layers``) becomes the merged graph's encoder half, so every stored window state
+  is drawn again (the states' key is that half's sha256); the question then keeps the frozen encoder, served
+  as ``question-int8.onnx``.
+
+Either is exported whole and quantised to int8 as the window encoder is.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from torch import nn
 LAYERS = 6  # MiniLM-L6
 
 
-class QuestionTower(nn.Module):
+class Tower(nn.Module):
     def __init__(self, weights: Path, layers: int) -> None:
         super().__init__()
         from transformers import AutoModel
@@ -44,7 +48,7 @@ class QuestionTower(nn.Module):
 
     @torch.no_grad()
     def lower(self, rows: Sequence[Sequence[int]]) -> list[np.ndarray]:
-        """Each question's states below the tuned layers, one question a pass (fp16, (L, 384))."""
+        """Each row's states below the tuned layers, one row a pass as served (fp16, (L, 384))."""
         self.bert.eval()
         out = []
         for row in rows:
@@ -59,8 +63,7 @@ class QuestionTower(nn.Module):
         return out
 
     def upper(self, states: Sequence[np.ndarray]) -> list[torch.Tensor]:
-        """The tuned layers over a padded batch of lower states: each question's final states
-        (1, L_i, 384)."""
+        """The tuned layers over a padded batch of lower states: each row's final states (1, L_i, 384)."""
         width = max(s.shape[0] for s in states)
         hidden = torch.zeros(len(states), width, states[0].shape[1])
         mask = torch.zeros(len(states), width, dtype=torch.long)
@@ -79,13 +82,18 @@ class QuestionTower(nn.Module):
         self.bert.save_pretrained(str(folder), safe_serialization=True)
 
 
-def export(tower: QuestionTower, work: Path) -> Path:
-    """The tuned encoder as the served graph: fp32 ONNX (``last_hidden_state``), then int8 as the window
-    encoder is (``rulesage.embed``'s export and dynamic quantisation)."""
+SIDES = ("question", "window")
+
+
+def export(tower: Tower, work: Path, side: str = "question") -> Path:
+    """The tuned encoder as a served graph, ``{side}-int8.onnx``: fp32 ONNX (``last_hidden_state``), then int8
+    as the window encoder is (``rulesage.embed``'s export and dynamic quantisation)."""
     from rulesage.embed import _export
 
-    weights = work / "question-tower"
+    if side not in SIDES:
+        raise ValueError(f"a tower reads one of {SIDES}, not {side!r}")
+    weights = work / f"{side}-tower"
     tower.save(weights)
-    for stale in work.glob("question-*.onnx"):
+    for stale in work.glob(f"{side}-*.onnx"):
         stale.unlink()
-    return _export(weights, work, lambda v: f"question-{v}.onnx", "int8")
+    return _export(weights, work, lambda v: f"{side}-{v}.onnx", "int8")
