@@ -312,15 +312,14 @@ class Trainer:
                 ranks.setdefault(name, []).append(first)
         return summarise(hits, ranks, sum(g.split == "val" for g in self.groups), pool_hits, depth)
 
-    def tower_state(self) -> dict:  # type: ignore[type-arg]
+    def towers(self) -> dict:  # type: ignore[type-arg]
+        """The tuned towers by side (none when the encoder is frozen)."""
         return {
-            side: copy.deepcopy(t.state_dict())
-            for side, t in (("question", self.tower), ("window", self.window_tower))
-            if t is not None
+            side: t for side, t in (("question", self.tower), ("window", self.window_tower)) if t is not None
         }
 
-    def towers(self) -> list:  # type: ignore[type-arg]
-        return [t for t in (self.tower, self.window_tower) if t is not None]
+    def tower_state(self) -> dict:  # type: ignore[type-arg]
+        return {side: copy.deepcopy(t.state_dict()) for side, t in self.towers().items()}
 
     def fit(self):  # type: ignore[no-untyped-def]
         import torch
@@ -353,7 +352,7 @@ class Trainer:
                 log.warning("time budget %.0f min spent: stop before epoch %d", args.max_minutes, epoch)
                 break
             head.train()
-            for t in self.towers():
+            for t in self.towers().values():
                 t.train()
             rng.shuffle(train)
             losses = []
@@ -390,7 +389,7 @@ class Trainer:
                         (time.perf_counter() - t0) / 60,
                     )
             head.eval()
-            for t in self.towers():
+            for t in self.towers().values():
                 t.eval()
             self.refresh_windows()
             m = {"epoch": epoch, "loss": round(float(np.mean(losses)), 4), **self.val_metrics(head, val)}
@@ -403,10 +402,9 @@ class Trainer:
                 best_key = (m["mrr@10"], m["recall@8"])
         head.load_state_dict(best[0])
         head.eval()
-        for side, t in (("question", self.tower), ("window", self.window_tower)):
-            if t is not None:
-                t.load_state_dict(best[1][side])
-                t.eval()
+        for side, t in self.towers().items():
+            t.load_state_dict(best[1][side])
+            t.eval()
         self.refresh_windows()
         return head, {"history": history, "minutes": round((time.perf_counter() - t0) / 60, 2)}
 
