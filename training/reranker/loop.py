@@ -230,12 +230,9 @@ class Trainer:
         q = self.question(n) if q is None else q
         q_mask = torch.ones(1, q.shape[1], dtype=torch.long)
         if windows is not None:
-            rows = [windows[(g.family_id, i)][0] for i in members]
-            padded = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True)
-            mask = torch.zeros(padded.shape[:2], dtype=torch.long)
-            for r, row in enumerate(rows):
-                mask[r, : row.shape[0]] = 1
-            return q, q_mask, padded, mask
+            from training.reranker.tower import pad
+
+            return q, q_mask, *pad([windows[(g.family_id, i)][0] for i in members])
         w, w_mask = batch_states([self.cache.windows[(g.family_id, i)] for i in members])
         return q, q_mask, torch.from_numpy(w), torch.from_numpy(w_mask)
 
@@ -489,27 +486,28 @@ def main(argv: list[str] | None = None) -> int:
         config["window_layers_tuned"] = args.window_layers
     (work / "reranker.json").write_text(json.dumps(config, indent=1) + "\n")
     scorer = TrainedScorer(work / "reranker-int8.onnx", opts)
-    if trainer.tower is not None:
-        # the held-out questions again, each read by the served int8 tower instead of the trained fp32 one
-        val = [n for n, g in enumerate(groups) if g.split == "val"]
-        trainer.served = scorer
-        report["val_served_question"] = {
+    val = [n for n, g in enumerate(groups) if g.split == "val"]
+
+    def held_out() -> dict[str, Any]:
+        """The held-out questions, and the real posts among them, as the trainer reads them now."""
+        return {
             "all": trainer.val_metrics(head, val),
             "public": trainer.val_metrics(head, [n for n in val if groups[n].public]),
         }
+
+    if trainer.tower is not None:
+        # the held-out questions again, each read by the served int8 tower instead of the trained fp32 one
+        trainer.served = scorer
+        report["val_served_question"] = held_out()
         trainer.served = None
     if trainer.window_tower is not None:
         # the held-out questions again over windows drawn by the served int8 tower, one window a run, as the
         # service draws the states it stores
-        val = [n for n, g in enumerate(groups) if g.split == "val"]
         drawn = scorer.window_states(list(trainer.window_texts.values()))
         trainer.cache.windows = {
             k: st.astype(np.float16) for k, st in zip(trainer.window_texts, drawn, strict=True)
         }
-        report["val_served_windows"] = {
-            "all": trainer.val_metrics(head, val),
-            "public": trainer.val_metrics(head, [n for n in val if groups[n].public]),
-        }
+        report["val_served_windows"] = held_out()
     report["artifact"] = {
         "bytes": (work / "reranker-int8.onnx").stat().st_size,
         "sha256": sha256_file(work / "reranker-int8.onnx"),

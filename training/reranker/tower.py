@@ -26,6 +26,15 @@ from torch import nn
 LAYERS = 6  # MiniLM-L6
 
 
+def pad(rows: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token states (L_i, D) padded into (B, L, D) with a 0/1 mask, keeping their gradient (the torch
+    twin of ``features.batch_states``)."""
+    padded = torch.nn.utils.rnn.pad_sequence(list(rows), batch_first=True)
+    lengths = torch.tensor([r.shape[0] for r in rows])
+    mask = (torch.arange(padded.shape[1]) < lengths[:, None]).long()
+    return padded, mask
+
+
 class Tower(nn.Module):
     def __init__(self, weights: Path, layers: int) -> None:
         super().__init__()
@@ -64,12 +73,7 @@ class Tower(nn.Module):
 
     def upper(self, states: Sequence[np.ndarray]) -> list[torch.Tensor]:
         """The tuned layers over a padded batch of lower states: each row's final states (1, L_i, 384)."""
-        width = max(s.shape[0] for s in states)
-        hidden = torch.zeros(len(states), width, states[0].shape[1])
-        mask = torch.zeros(len(states), width, dtype=torch.long)
-        for i, s in enumerate(states):
-            hidden[i, : s.shape[0]] = torch.from_numpy(s.astype(np.float32))
-            mask[i, : s.shape[0]] = 1
+        hidden, mask = pad([torch.from_numpy(s.astype(np.float32)) for s in states])
         ext, _ = self.bert._create_attention_masks(mask, None, hidden, None, None)
         for layer in self.bert.encoder.layer[self.cut :]:
             out = layer(hidden, attention_mask=ext)
